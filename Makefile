@@ -1,0 +1,82 @@
+# Conduit Console. `make run` serves the console, `make test` runs every check.
+# GNU make; recipes use bash.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: help venv test run lint fmt clean chromium
+
+help:
+	@echo "make run    migrate, create the dev operator, serve on http://127.0.0.1:8000/"
+	@echo "make test   ruff, ruff format --check, mypy, manage.py check,"
+	@echo "            makemigrations --check, pytest"
+	@echo "make lint   ruff and mypy only      make fmt   format and autofix"
+	@echo "make clean  remove .venv, caches and staticfiles (keeps data/)"
+
+venv: $(STAMP)
+
+# Re-runs only when pyproject.toml changes (or the venv is missing or too old).
+$(STAMP): pyproject.toml
+	@if [[ -x $(PY) ]] && $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then \
+		echo "Reusing $(VENV) ($$($(PY) --version))"; \
+	else \
+		python=$$(PYTHON='$(PYTHON)' bash scripts/find-python.sh); \
+		echo "Creating $(VENV) with $$python ($$($$python --version))"; \
+		rm -rf $(VENV); \
+		"$$python" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+# Browser tests need Debian's Chromium. As root we install it; if it is still missing,
+# CI fails here (before the long steps) and a local run goes on without the `browser`
+# tests, saying so.
+chromium:
+	@if [[ ! -x $(CHROMIUM) && $$(id -u) -eq 0 ]]; then \
+		echo "Installing Debian's chromium for the browser tests"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -q && apt-get install -y -q chromium; \
+	fi
+	@if [[ ! -x $(CHROMIUM) && "$${CI:-}" == "true" ]]; then \
+		echo "error: $(CHROMIUM) is missing and CI=true: browser tests must run in CI." >&2; \
+		echo "Run as root (make test installs it) or: apt-get install -y chromium" >&2; \
+		exit 1; \
+	fi
+
+test: venv chromium
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+	@if [[ -x $(CHROMIUM) ]]; then \
+		echo "$(VENV)/bin/pytest"; \
+		$(VENV)/bin/pytest; \
+	else \
+		echo "WARNING: $(CHROMIUM) is missing: SKIPPING the browser tests (-m 'not browser')."; \
+		echo "WARNING: install it with: sudo apt-get install -y chromium"; \
+		$(VENV)/bin/pytest -m 'not browser'; \
+	fi
+
+run: venv
+	bash scripts/run.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+fmt: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) staticfiles .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +

@@ -1,0 +1,102 @@
+"""Typed readers for settings that come from environment variables.
+
+Each reader returns the default when the variable is unset and raises
+ImproperlyConfigured naming the variable and the bad value otherwise, so a typo in a
+deployment stops the process at startup instead of changing behaviour quietly.
+"""
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def env_str(name: str, default: str) -> str:
+    """The variable's value as is, or `default` when unset."""
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """1/true/yes/on or 0/false/no/off, case-insensitive; anything else is an error."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name} must be a boolean (1/true/yes/on or 0/false/no/off), got {raw!r}"
+    )
+
+
+def env_int(name: str, default: int) -> int:
+    """A base-10 integer; anything else is an error."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw.strip(), 10)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+
+
+def env_path(name: str, default: Path, *, base: Path) -> Path:
+    """A filesystem path; `~` is expanded and relative paths are taken from `base`."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if not raw.strip():
+        raise ImproperlyConfigured(f"{name} must be a path, got {raw!r}")
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list; blank items are dropped, an all-blank value is an error."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    items = [item.strip() for item in raw.split(",") if item.strip()]
+    if not items:
+        raise ImproperlyConfigured(f"{name} must be a comma-separated list, got {raw!r}")
+    return items
+
+
+def read_or_create_secret(path: Path, nbytes: int = 50) -> str:
+    """The secret stored in `path`, created once (mode 0600) if absent.
+
+    Several processes may start together (gunicorn workers, `make run` steps), so the
+    new secret is written to a private temporary file and published with link(2), which
+    fails if another process published first; the loser reads the winner's secret. A
+    reader therefore never sees a half-written file.
+    """
+    try:
+        return _read_secret(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(nbytes) + "\n")
+        # Another process published first: keep its secret, drop ours.
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    value = path.read_text().strip()
+    if not value:
+        raise ImproperlyConfigured(f"{path} is empty; delete it to generate a new secret")
+    return value

@@ -1,0 +1,221 @@
+"""Settings for Conduit Console, read from environment variables.
+
+Every variable is listed in README.md. Readers in conduit/env.py fail loudly on a
+malformed value. Development needs no variables at all; production needs
+CONDUIT_PRODUCTION=true and CONDUIT_SECRET_KEY.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+
+from conduit.env import env_bool, env_int, env_list, env_path, env_str, read_or_create_secret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Under pytest the settings switch to fast, deterministic test behaviour. pytest-django
+# imports this module before any conftest.py runs, so "pytest" in sys.modules is the
+# reliable signal; tests/conftest.py also exports CONDUIT_TESTING=1 so that processes the
+# tests start (which do not import pytest) get the same settings.
+TESTING = env_bool("CONDUIT_TESTING", "pytest" in sys.modules)
+PRODUCTION = env_bool("CONDUIT_PRODUCTION", False)
+
+DEBUG = env_bool("CONDUIT_DEBUG", not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("CONDUIT_DEBUG=true is not allowed with CONDUIT_PRODUCTION=true")
+
+DATA_DIR = env_path("CONDUIT_DATA_DIR", BASE_DIR / "data", base=BASE_DIR)
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+ARTIFACT_DIR = env_path("CONDUIT_ARTIFACT_DIR", DATA_DIR / "artifacts", base=BASE_DIR)
+SQLITE_PATH = env_path("CONDUIT_SQLITE_PATH", DATA_DIR / "conduit.sqlite3", base=BASE_DIR)
+# One test database file per pytest process, so concurrent runs never share (and break)
+# each other's file; exported so that processes the tests start open the same file.
+if TESTING and "CONDUIT_TEST_SQLITE_PATH" not in os.environ:
+    os.environ["CONDUIT_TEST_SQLITE_PATH"] = str(DATA_DIR / f"test_conduit_{os.getpid()}.sqlite3")
+TEST_SQLITE_PATH = env_path(
+    "CONDUIT_TEST_SQLITE_PATH", DATA_DIR / "test_conduit.sqlite3", base=BASE_DIR
+)
+
+_secret_key = os.environ.get("CONDUIT_SECRET_KEY", "").strip()
+if _secret_key:
+    SECRET_KEY = _secret_key
+elif PRODUCTION:
+    raise ImproperlyConfigured("CONDUIT_SECRET_KEY must be set when CONDUIT_PRODUCTION=true")
+else:
+    # Generated once per data directory, so sessions survive restarts of `make run`.
+    SECRET_KEY = read_or_create_secret(DATA_DIR / "secret_key")
+
+ALLOWED_HOSTS = env_list("CONDUIT_ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
+
+CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "storage",
+    "console",
+    "demo",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # WhiteNoise serves static files before sessions and auth do any work.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "conduit.urls"
+WSGI_APPLICATION = "conduit.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ---------------------------------------------------------------- database
+#
+# One SQLite file, two aliases. "default" takes the write lock at BEGIN (IMMEDIATE), so
+# a write transaction never fails half-way with SQLITE_BUSY on lock upgrade. "view" is
+# for read-only snapshots: deferred BEGIN never takes the write lock, WAL gives it a
+# consistent snapshot beside a writer, and query_only makes an accidental write fail.
+# Django 6.1 splits init_command on ";" and runs each statement on every new connection.
+
+if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+    raise ImproperlyConfigured("PostgreSQL support is not implemented yet (issue 8)")
+if os.environ.get("DATABASE_URL"):
+    raise ImproperlyConfigured(
+        "DATABASE_URL is reserved for PostgreSQL (not implemented yet, issue 8); "
+        "use CONDUIT_SQLITE_PATH to place the SQLite file"
+    )
+
+_SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+    "PRAGMA busy_timeout=30000; PRAGMA foreign_keys=ON;"
+)
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        # Under test every process, including ones the tests start, opens the test file,
+        # so a test can never write to the development database.
+        "NAME": TEST_SQLITE_PATH if TESTING else SQLITE_PATH,
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": _SQLITE_PRAGMAS,
+        },
+        # A file, never :memory:, so WAL and multi-process tests mean something.
+        "TEST": {"NAME": TEST_SQLITE_PATH},
+    },
+    "view": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": TEST_SQLITE_PATH if TESTING else SQLITE_PATH,
+        "OPTIONS": {
+            "timeout": 30,
+            "init_command": _SQLITE_PRAGMAS + " PRAGMA query_only=1;",
+        },
+        "TEST": {"MIRROR": "default"},
+    },
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# ---------------------------------------------------------------- auth
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+if TESTING:
+    # Fast hashing; test passwords protect nothing.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# ---------------------------------------------------------------- i18n and time
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# ---------------------------------------------------------------- static files
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        # Tests run without collectstatic, so they cannot use the manifest.
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if TESTING
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+# Tests and DEBUG serve straight from the finders, no collectstatic needed.
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+WHITENOISE_AUTOREFRESH = DEBUG or TESTING
+
+# ---------------------------------------------------------------- security headers
+
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "base-uri": [CSP.SELF],
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+if PRODUCTION:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("CONDUIT_SSL_REDIRECT", True)
+    # Readiness probes speak plain HTTP on the loopback interface.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = env_int("CONDUIT_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CONDUIT_HSTS_INCLUDE_SUBDOMAINS", False)
+
+# ---------------------------------------------------------------- logging
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("CONDUIT_LOG_LEVEL", "INFO")},
+}

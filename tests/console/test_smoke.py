@@ -1,0 +1,109 @@
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.template.loader import render_to_string
+from django.test import RequestFactory
+
+db = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+
+
+@pytest.fixture
+def alice(django_user_model):
+    """An operator without admin rights."""
+    return django_user_model.objects.create_user(username="alice", password="password")
+
+
+def test_healthz_answers_ok_without_login(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.content == b"ok"
+    assert response["Content-Type"].startswith("text/plain")
+
+
+@db
+def test_it_redirects_an_anonymous_visitor_to_login(client):
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/"
+
+
+@db
+def test_login_page_renders(client):
+    response = client.get("/accounts/login/")
+
+    assert response.status_code == 200
+    assert b'name="password"' in response.content
+
+
+@db
+def test_an_operator_signs_in_and_sees_home(client, alice):
+    response = client.post(
+        "/accounts/login/", {"username": "alice", "password": "password", "next": "/"}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+    response = client.get("/")
+
+    assert response.status_code == 200
+    assert b"Conduit Console" in response.content
+    assert b"alice" in response.content
+
+
+@db
+def test_home_serves_htmx_from_our_static_files_under_a_strict_csp(client, alice):
+    client.force_login(alice)
+
+    response = client.get("/")
+
+    csp = response["Content-Security-Policy"]
+    assert "default-src 'self'" in csp
+    assert "script-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp
+    assert b'<script src="/static/django_htmx/htmx-2.min.js" defer>' in response.content
+    assert b"<script>" not in response.content  # no inline scripts
+    assert response["X-Frame-Options"] == "DENY"
+
+
+@db
+def test_home_summary_is_a_partial_that_renders_alone(alice):
+    request = RequestFactory().get("/")
+    request.user = alice
+
+    html = render_to_string("console/home.html#summary", {"user": alice}, request=request)
+
+    assert '<section id="summary"' in html
+    assert "<header" not in html
+
+
+@db
+def test_logout_is_a_post(client, alice):
+    client.force_login(alice)
+
+    response = client.post("/accounts/logout/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/"
+    assert client.get("/").status_code == 302
+
+
+@db
+def test_ensure_dev_operator_creates_a_superuser_once(monkeypatch, settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    monkeypatch.delenv("CONDUIT_DEV_PASSWORD", raising=False)
+    monkeypatch.setenv("CONDUIT_DEV_USER", "devop")
+
+    first, second = io.StringIO(), io.StringIO()
+    call_command("ensure_dev_operator", stdout=first)
+    password = (tmp_path / "dev_password").read_text().strip()
+    call_command("ensure_dev_operator", stdout=second)
+
+    user = get_user_model().objects.get(username="devop")
+    assert user.is_superuser
+    assert user.check_password(password)
+    assert password in first.getvalue()
+    assert password in second.getvalue()

@@ -1,0 +1,272 @@
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import OperationalError, connections, transaction
+
+from conduit.env import env_bool, env_int, env_list, env_path, read_or_create_secret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# ---------------------------------------------------------------- SQLite connections
+
+both_aliases = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+
+
+def pragma(alias: str, name: str) -> object:
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"PRAGMA {name}")
+        return cursor.fetchone()[0]
+
+
+@both_aliases
+@pytest.mark.parametrize("alias", ["default", "view"])
+def test_every_connection_has_wal_full_sync_and_busy_timeout(alias):
+    connections[alias].close()  # prove it for a connection opened now, not a leftover
+
+    assert pragma(alias, "journal_mode") == "wal"
+    assert pragma(alias, "synchronous") == 2  # FULL
+    assert pragma(alias, "busy_timeout") >= 30_000
+    assert pragma(alias, "foreign_keys") == 1
+
+
+@both_aliases
+def test_both_aliases_open_the_same_file_and_only_view_is_query_only():
+    assert connections["default"].settings_dict["NAME"] == connections["view"].settings_dict["NAME"]
+    assert pragma("default", "query_only") == 0
+    assert pragma("view", "query_only") == 1
+
+
+@both_aliases
+def test_default_begins_immediate_and_view_begins_deferred():
+    connections["default"].ensure_connection()
+    connections["view"].ensure_connection()
+
+    assert connections["default"].transaction_mode == "IMMEDIATE"
+    assert connections["view"].transaction_mode is None
+
+
+@both_aliases
+def test_it_refuses_writes_through_the_view_alias():
+    with pytest.raises(OperationalError, match="readonly"), connections["view"].cursor() as c:
+        c.execute("CREATE TABLE must_not_exist (x INTEGER)")
+
+
+@both_aliases
+def test_a_view_snapshot_does_not_block_a_writer():
+    with connections["default"].cursor() as c:
+        c.execute("CREATE TABLE snap (x INTEGER)")
+        c.execute("INSERT INTO snap VALUES (1)")
+
+    with transaction.atomic(using="view"), connections["view"].cursor() as reader:
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 1
+        # The reader's deferred transaction holds a WAL snapshot, not a lock: the writer
+        # commits at once (a lock would make it wait the 30 s busy timeout, then fail).
+        with transaction.atomic(using="default"), connections["default"].cursor() as c:
+            c.execute("INSERT INTO snap VALUES (2)")
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 1
+
+    with connections["view"].cursor() as reader:
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 2
+
+
+def test_tests_use_a_test_database_file_in_the_data_dir():
+    test_path = settings.DATABASES["default"]["TEST"]["NAME"]
+
+    assert test_path == settings.TEST_SQLITE_PATH
+    assert test_path.parent == settings.DATA_DIR
+    assert test_path.name.startswith("test_conduit")
+    assert settings.DATABASES["view"]["TEST"]["MIRROR"] == "default"
+
+
+def test_test_settings_are_fast_and_need_no_collectstatic():
+    assert settings.TESTING
+    assert settings.PASSWORD_HASHERS == ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    assert settings.STORAGES["staticfiles"]["BACKEND"] == (
+        "django.contrib.staticfiles.storage.StaticFilesStorage"
+    )
+
+
+# ---------------------------------------------------------------- environment readers
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1", True), ("true", True), ("Yes", True), ("ON", True), ("0", False), ("off", False)],
+)
+def test_env_bool_reads_the_usual_spellings(monkeypatch, raw, expected):
+    monkeypatch.setenv("CONDUIT_X", raw)
+    assert env_bool("CONDUIT_X", not expected) is expected
+
+
+def test_env_bool_returns_the_default_when_unset(monkeypatch):
+    monkeypatch.delenv("CONDUIT_X", raising=False)
+    assert env_bool("CONDUIT_X", True) is True
+
+
+@pytest.mark.parametrize("raw", ["", "maybe", "2", "truthy"])
+def test_env_bool_names_the_variable_and_the_bad_value(monkeypatch, raw):
+    monkeypatch.setenv("CONDUIT_X", raw)
+    with pytest.raises(ImproperlyConfigured, match=f"CONDUIT_X.*{raw!r}"):
+        env_bool("CONDUIT_X", False)
+
+
+def test_env_int(monkeypatch):
+    monkeypatch.setenv("CONDUIT_N", " 42 ")
+    assert env_int("CONDUIT_N", 0) == 42
+    monkeypatch.setenv("CONDUIT_N", "4.2")
+    with pytest.raises(ImproperlyConfigured, match=r"CONDUIT_N.*'4\.2'"):
+        env_int("CONDUIT_N", 0)
+
+
+def test_env_path_takes_relative_paths_from_the_base(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONDUIT_P", "sub/dir")
+    assert env_path("CONDUIT_P", Path("/unused"), base=tmp_path) == tmp_path / "sub" / "dir"
+    monkeypatch.setenv("CONDUIT_P", " ")
+    with pytest.raises(ImproperlyConfigured, match="CONDUIT_P"):
+        env_path("CONDUIT_P", Path("/unused"), base=tmp_path)
+
+
+def test_env_list(monkeypatch):
+    monkeypatch.setenv("CONDUIT_L", "a.example, b.example,")
+    assert env_list("CONDUIT_L", []) == ["a.example", "b.example"]
+    monkeypatch.setenv("CONDUIT_L", " , ")
+    with pytest.raises(ImproperlyConfigured, match="CONDUIT_L"):
+        env_list("CONDUIT_L", [])
+
+
+def test_secret_is_created_once_with_mode_0600(tmp_path):
+    path = tmp_path / "nested" / "secret"
+    first = read_or_create_secret(path)
+
+    assert len(first) >= 40
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert read_or_create_secret(path) == first
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+
+
+# ---------------------------------------------------------------- settings in a fresh process
+
+
+def load_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Import conduit.settings in a new interpreter with only the given CONDUIT_* vars."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CONDUIT_", "CONSOLE_")) and k != "DATABASE_URL"
+    }
+    clean |= {"CONDUIT_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "conduit.settings"}
+    clean |= env
+    code = (
+        "import json; from django.conf import settings as s; print(json.dumps({k: getattr(s, k)"
+        " for k in ['DEBUG', 'SECRET_KEY', 'SESSION_COOKIE_SECURE', 'CSRF_COOKIE_SECURE',"
+        " 'SECURE_SSL_REDIRECT', 'SECURE_HSTS_SECONDS', 'X_FRAME_OPTIONS',"
+        " 'SECURE_CONTENT_TYPE_NOSNIFF', 'SECURE_REFERRER_POLICY', 'ALLOWED_HOSTS',"
+        " 'CONSOLE_READ_ONLY', 'TESTING']}))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=BASE_DIR,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def loaded(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    assert result.returncode == 0, result.stderr
+    values: dict[str, object] = json.loads(result.stdout)
+    return values
+
+
+def test_development_defaults(tmp_path):
+    values = loaded(load_settings(tmp_path))
+
+    assert values["DEBUG"] is True
+    assert values["TESTING"] is False
+    assert values["SESSION_COOKIE_SECURE"] is False
+    assert values["ALLOWED_HOSTS"] == ["localhost", "127.0.0.1"]
+    assert values["CONSOLE_READ_ONLY"] is False
+
+
+def test_development_secret_key_is_generated_once_and_reused(tmp_path):
+    first = loaded(load_settings(tmp_path))["SECRET_KEY"]
+    second = loaded(load_settings(tmp_path))["SECRET_KEY"]
+
+    assert first == second == (tmp_path / "secret_key").read_text().strip()
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    result = load_settings(tmp_path, CONDUIT_PRODUCTION="true")
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "CONDUIT_SECRET_KEY" in result.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_production_is_locked_down(tmp_path):
+    values = loaded(load_settings(tmp_path, CONDUIT_PRODUCTION="true", CONDUIT_SECRET_KEY="k" * 50))
+
+    assert values["DEBUG"] is False
+    assert values["SECRET_KEY"] == "k" * 50
+    assert values["SESSION_COOKIE_SECURE"] is True
+    assert values["CSRF_COOKIE_SECURE"] is True
+    assert values["SECURE_SSL_REDIRECT"] is True
+    assert values["SECURE_HSTS_SECONDS"] == 31_536_000
+    assert values["X_FRAME_OPTIONS"] == "DENY"
+    assert values["SECURE_CONTENT_TYPE_NOSNIFF"] is True
+    assert values["SECURE_REFERRER_POLICY"] == "same-origin"
+
+
+def test_production_ssl_redirect_can_be_switched_off(tmp_path):
+    values = loaded(
+        load_settings(
+            tmp_path,
+            CONDUIT_PRODUCTION="1",
+            CONDUIT_SECRET_KEY="k" * 50,
+            CONDUIT_SSL_REDIRECT="false",
+        )
+    )
+    assert values["SECURE_SSL_REDIRECT"] is False
+
+
+def test_production_refuses_debug(tmp_path):
+    result = load_settings(
+        tmp_path, CONDUIT_PRODUCTION="1", CONDUIT_SECRET_KEY="k" * 50, CONDUIT_DEBUG="1"
+    )
+    assert result.returncode != 0
+    assert "CONDUIT_DEBUG" in result.stderr
+
+
+def test_a_malformed_variable_stops_startup_naming_it(tmp_path):
+    result = load_settings(tmp_path, CONSOLE_READ_ONLY="sometimes")
+
+    assert result.returncode != 0
+    assert "CONSOLE_READ_ONLY" in result.stderr
+    assert "'sometimes'" in result.stderr
+
+
+def test_allowed_hosts_come_from_a_comma_list(tmp_path):
+    values = loaded(load_settings(tmp_path, CONDUIT_ALLOWED_HOSTS="console.example,10.0.0.5"))
+    assert values["ALLOWED_HOSTS"] == ["console.example", "10.0.0.5"]
+
+
+@pytest.mark.parametrize("url", ["postgres://u@db/conduit", "postgresql://u@db/conduit"])
+def test_postgresql_is_not_implemented_yet(tmp_path, url):
+    result = load_settings(tmp_path, DATABASE_URL=url)
+
+    assert result.returncode != 0
+    assert "PostgreSQL support is not implemented yet (issue 8)" in result.stderr
