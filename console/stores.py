@@ -1,0 +1,28 @@
+"""The process-wide store and artifact store used by the console, the management
+commands and the simulated runtime."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.conf import settings
+
+from storage.artifacts import FileArtifactStore
+from storage.orm import OrmStore
+
+
+@cache
+def get_store() -> OrmStore:
+    """One OrmStore per process; it checks schema and record format on first use."""
+    return OrmStore()
+
+
+@cache
+def get_artifacts() -> FileArtifactStore:
+    return FileArtifactStore(settings.ARTIFACT_DIR)
+
+
+def reset() -> None:
+    """Forget the cached stores (tests switch databases and artifact folders)."""
+    get_store.cache_clear()
+    get_artifacts.cache_clear()

@@ -1,0 +1,297 @@
+"""The volatile in-memory reference double.
+
+It serialises transactions behind one lock and copies state on commit: each
+transaction works on shallow copies of the committed tables (whose values are immutable
+JSON strings) and publishes them only after the callback returned, so a rollback is
+simply dropping the copies and a View is a reference to the last published state. It
+makes no durability or throughput claim, and implements no scheduling or routing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from . import codec
+from .clock import wall_clock
+from .core import BaseTx, Table, TxScope, check_admission
+from .query import select_facets, select_works
+from .records import (
+    LIVE_EXECUTION_STATES,
+    LIVE_WORK_STATES,
+    SCHEMA_VERSION,
+    CorrelationKey,
+    Event,
+    Execution,
+    Guard,
+    Nanos,
+    Route,
+    Scope,
+    StoredEvent,
+    Timer,
+    Wait,
+    WaitState,
+    Work,
+    WorkFacets,
+    WorkQuery,
+)
+
+T = TypeVar("T")
+
+_CLASSES: dict[Table, type[Any]] = {
+    "work": Work,
+    "execution": Execution,
+    "scope": Scope,
+    "timer": Timer,
+    "wait": Wait,
+}
+
+
+@dataclass
+class _EventRow:
+    envelope: str
+    sequence: int
+    scope_id: str = ""
+    route: Route | None = None
+
+
+@dataclass
+class MemoryState:
+    """Committed state. Tables map IDs to encoded records (immutable strings)."""
+
+    tables: dict[Table, dict[str, str]] = field(
+        default_factory=lambda: {name: {} for name in _CLASSES}
+    )
+    keys: dict[CorrelationKey, tuple[str, int]] = field(default_factory=dict)
+    events: dict[int, _EventRow] = field(default_factory=dict)
+    event_ids: dict[str, int] = field(default_factory=dict)
+    deliveries: dict[tuple[str, str], int] = field(default_factory=dict)
+    timer_floor: dict[str, int] = field(default_factory=dict)
+    kv: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    sequence: int = 0
+    last_now: Nanos = 0
+    version: int = 0
+
+    def copy(self) -> MemoryState:
+        return MemoryState(
+            tables={name: dict(rows) for name, rows in self.tables.items()},
+            keys=dict(self.keys),
+            events={seq: _EventRow(**vars(row)) for seq, row in self.events.items()},
+            event_ids=dict(self.event_ids),
+            deliveries=dict(self.deliveries),
+            timer_floor=dict(self.timer_floor),
+            kv=dict(self.kv),
+            sequence=self.sequence,
+            last_now=self.last_now,
+            version=self.version,
+        )
+
+
+class MemoryTx(BaseTx):
+    def __init__(self, state: MemoryState, now: Nanos, *, read_only: bool) -> None:
+        super().__init__(now, read_only=read_only)
+        self.state = state
+
+    def _get(self, table: Table, id: str) -> Any:
+        text = self.state.tables[table].get(id)
+        return None if text is None else codec.decode(_CLASSES[table], text)
+
+    def _put(self, table: Table, record: Any, create: bool) -> None:
+        self.state.tables[table][record.id] = codec.encode(record)
+        if table == "timer":
+            floor = self.state.timer_floor.get(record.id, 0)
+            self.state.timer_floor[record.id] = max(floor, record.revision)
+
+    def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
+        rows = [self._get(table, id) for id in sorted(self.state.tables[table])]
+        if work_id:
+            rows = [r for r in rows if r.work_id == work_id]
+        if live:
+            rows = [r for r in rows if _is_live(table, r)]
+        return rows
+
+    def _timer_floor(self, timer_id: str) -> int:
+        return self.state.timer_floor.get(timer_id, 0)
+
+    def _delete_timer(self, timer_id: str) -> None:
+        del self.state.tables["timer"][timer_id]
+
+    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
+        due = sorted(
+            (t for t in self._list("timer") if t.fire_at <= now), key=lambda t: (t.fire_at, t.id)
+        )
+        return due[:limit] if limit else due
+
+    def _key_owner(self, key: CorrelationKey) -> str | None:
+        owner = self.state.keys.get(key)
+        return owner[0] if owner else None
+
+    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
+        for offset, key in enumerate(keys):
+            self.state.keys[key] = (work_id, first + offset)
+
+    def _latest_attempt(self, work_id: str) -> Execution | None:
+        attempts = self._list("execution", work_id=work_id)
+        return max(attempts, key=lambda x: x.attempt, default=None)
+
+    def _query_works(self, query: WorkQuery) -> list[Work]:
+        return select_works(query, self._list("work"))
+
+    def _count_works(self, query: WorkQuery) -> int:
+        return len(select_works(WorkQuery(**{**_filters(query)}), self._list("work")))
+
+    def _work_facets(self, query: WorkQuery) -> WorkFacets:
+        return select_facets(query, self._list("work"))
+
+    def _stored(self, seq: int) -> StoredEvent:
+        row = self.state.events[seq]
+        return StoredEvent(codec.decode(Event, row.envelope), seq, row.scope_id, row.route)
+
+    def _get_event(self, event_id: str) -> StoredEvent | None:
+        seq = self.state.event_ids.get(event_id)
+        return None if seq is None else self._stored(seq)
+
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
+        seq = self.state.deliveries.get((source, delivery_id))
+        return None if seq is None else self._stored(seq)
+
+    def _insert_event(self, event: Event) -> int:
+        self.state.sequence += 1
+        seq = self.state.sequence
+        self.state.events[seq] = _EventRow(codec.encode(event), seq)
+        self.state.event_ids[event.id] = seq
+        self.state.deliveries[(event.source, event.delivery_id)] = seq
+        return seq
+
+    def _set_event_scope(self, event_id: str, scope_id: str) -> None:
+        self.state.events[self.state.event_ids[event_id]].scope_id = scope_id
+
+    def _set_route(self, event_id: str, route: Route) -> None:
+        self.state.events[self.state.event_ids[event_id]].route = route
+
+    def _scan_events(
+        self,
+        after: int,
+        limit: int,
+        *,
+        unrouted: bool = False,
+        work_id: str | None = None,
+        scope_ids: Sequence[str] | None = None,
+        caused_by: str | None = None,
+    ) -> list[StoredEvent]:
+        out: list[StoredEvent] = []
+        for seq in sorted(s for s in self.state.events if s > after):
+            stored = self._stored(seq)
+            if unrouted and stored.route is not None:
+                continue
+            if work_id is not None and not (
+                stored.event.work_id == work_id
+                or (stored.route is not None and stored.route.work_id == work_id)
+            ):
+                continue
+            if scope_ids is not None and stored.scope_id not in scope_ids:
+                continue
+            if caused_by is not None and stored.event.causation_id != caused_by:
+                continue
+            out.append(stored)
+            if limit and len(out) == limit:
+                break
+        return out
+
+    def _latest_sequence(self) -> int:
+        return self.state.sequence
+
+    def _store_version(self) -> int:
+        return self.state.version
+
+    def _kv_get(self, namespace: str, key: str) -> bytes | None:
+        return self.state.kv.get((namespace, key))
+
+    def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        self.state.kv[(namespace, key)] = bytes(value)
+
+    def _kv_delete(self, namespace: str, key: str) -> None:
+        self.state.kv.pop((namespace, key), None)
+
+    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
+        return sorted(
+            (k, v)
+            for (ns, k), v in self.state.kv.items()
+            if ns == namespace and k.startswith(prefix)
+        )
+
+
+def _is_live(table: Table, record: Any) -> bool:
+    if table == "work":
+        return record.state in LIVE_WORK_STATES
+    if table == "execution":
+        return record.state in LIVE_EXECUTION_STATES
+    if table == "wait":
+        return record.state is WaitState.ACTIVE
+    return True
+
+
+def _filters(query: WorkQuery) -> dict[str, Any]:
+    """A query's filters without its order, cursor and limit (what count_works sees)."""
+    return {
+        "states": query.states,
+        "scope_id": query.scope_id,
+        "kind": query.kind,
+        "parent_id": query.parent_id,
+        "sources": query.sources,
+        "executor": query.executor,
+        "updated_since": query.updated_since,
+    }
+
+
+class MemoryStore:
+    """Reference double: serialised transactions, snapshot Views, no durability."""
+
+    tx_class: type[MemoryTx] = MemoryTx
+
+    def __init__(self, clock: Callable[[], Nanos] = wall_clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state = MemoryState()
+
+    @property
+    def schema_version(self) -> int:
+        return SCHEMA_VERSION
+
+    def close(self) -> None:
+        """Nothing to release; the double keeps its state until dropped."""
+
+    def transact(self, guard: Guard, callback: Callable[[Any], T]) -> T:
+        with TxScope():
+            check_admission(guard)
+            with self._lock:
+                now = max((guard.clock or self._clock)(), self._state.last_now)
+                working = self._state.copy()
+                tx = self.tx_class(working, now, read_only=False)
+                try:
+                    if guard.lease is not None:
+                        tx.verify_lease(guard.lease)
+                    result = callback(tx)
+                    tx.before_commit()
+                    check_admission(guard)
+                finally:
+                    tx.close()
+                working.last_now = now
+                working.version += 1 if tx.dirty else 0
+                self.commit(working)
+                return result
+
+    def commit(self, working: MemoryState) -> None:
+        """Publish a transaction's state (negative controls override this)."""
+        self._state = working
+
+    def view(self, callback: Callable[[Any], T], now: Nanos | None = None) -> T:
+        with TxScope():
+            snapshot = self._state  # published states are never mutated after commit
+            tx = self.tx_class(snapshot, now if now is not None else self._clock(), read_only=True)
+            try:
+                return callback(tx)
+            finally:
+                tx.close()

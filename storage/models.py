@@ -1,0 +1,183 @@
+"""Tables of the Django ORM backend. Private to ``storage.orm``: nothing else imports
+them (the console reads through ``storage.view`` and writes through ``transact``).
+
+Each record is stored whole as JSON in ``data`` (re-encoded on every write through the
+current dataclasses) beside the indexed columns that every query, live read and scan
+uses, so their cost follows what they select rather than retained history.
+Times are integer UTC nanoseconds.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+LIVE_WORK = ("ready", "running", "waiting")
+LIVE_EXECUTION = ("pending", "running", "parked")
+
+
+class _Row(models.Model):
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.pk})"
+
+
+class MetaRow(_Row):
+    key = models.CharField(primary_key=True, max_length=64)
+    value = models.TextField()
+
+    class Meta:
+        db_table = "conduit_meta"
+
+
+class WorkRow(_Row):
+    id = models.CharField(primary_key=True, max_length=255)
+    kind = models.CharField(max_length=200)
+    scope_id = models.CharField(max_length=255)
+    parent_id = models.CharField(max_length=255)
+    state = models.CharField(max_length=16)
+    source = models.CharField(max_length=255)
+    latest_executor = models.CharField(max_length=255)
+    created_ns = models.BigIntegerField()
+    updated_ns = models.BigIntegerField()
+    revision = models.BigIntegerField()
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_work"
+        # One index per (filter, order) pair the console uses; each ends in the sort
+        # columns so a filtered first page is an index range scan with a LIMIT.
+        indexes = [
+            models.Index(fields=["created_ns", "id"], name="work_created"),
+            models.Index(fields=["updated_ns", "id"], name="work_updated"),
+            models.Index(fields=["state", "created_ns", "id"], name="work_state_created"),
+            models.Index(fields=["state", "updated_ns", "id"], name="work_state_updated"),
+            models.Index(fields=["scope_id", "created_ns", "id"], name="work_scope_created"),
+            models.Index(fields=["scope_id", "updated_ns", "id"], name="work_scope_updated"),
+            models.Index(fields=["kind", "created_ns", "id"], name="work_kind_created"),
+            models.Index(fields=["source", "created_ns", "id"], name="work_source_created"),
+            models.Index(fields=["parent_id", "created_ns", "id"], name="work_parent_created"),
+            models.Index(
+                fields=["latest_executor", "created_ns", "id"], name="work_executor_created"
+            ),
+            models.Index(fields=["id"], name="work_live", condition=Q(state__in=LIVE_WORK)),
+        ]
+
+
+class KeyRow(_Row):
+    source = models.CharField(max_length=255)
+    external_id = models.CharField(max_length=255)
+    work_id = models.CharField(max_length=255, db_index=True)
+    ordinal = models.IntegerField()
+
+    class Meta:
+        db_table = "conduit_key"
+        constraints = [
+            models.UniqueConstraint(fields=["source", "external_id"], name="key_one_owner")
+        ]
+
+
+class EventRow(_Row):
+    # The acceptance sequence. AUTOINCREMENT on SQLite: never reused, even after a
+    # rollback or a deletion, so replay cursors stay valid.
+    seq = models.BigAutoField(primary_key=True)
+    id = models.CharField(max_length=255, unique=True)
+    source = models.CharField(max_length=255)
+    delivery_id = models.CharField(max_length=255)
+    type = models.CharField(max_length=200)
+    work_id = models.CharField(max_length=255)
+    causation_id = models.CharField(max_length=255)
+    scope_id = models.CharField(max_length=255)
+    route_work_id = models.CharField(max_length=255)
+    disposition = models.CharField(max_length=64)
+    routed_ns = models.BigIntegerField()
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_event"
+        constraints = [
+            models.UniqueConstraint(fields=["source", "delivery_id"], name="event_delivery")
+        ]
+        indexes = [
+            models.Index(fields=["work_id", "seq"], name="event_work"),
+            models.Index(fields=["route_work_id", "seq"], name="event_routed_work"),
+            models.Index(fields=["scope_id", "seq"], name="event_scope"),
+            models.Index(fields=["causation_id", "seq"], name="event_causation"),
+            models.Index(fields=["type", "seq"], name="event_type"),
+            models.Index(fields=["seq"], name="event_unrouted", condition=Q(disposition="")),
+        ]
+
+
+class ExecutionRow(_Row):
+    id = models.CharField(primary_key=True, max_length=255)
+    work_id = models.CharField(max_length=255)
+    attempt = models.IntegerField()
+    state = models.CharField(max_length=16)
+    executor = models.CharField(max_length=255)
+    lease_expires_ns = models.BigIntegerField()
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_execution"
+        constraints = [
+            models.UniqueConstraint(fields=["work_id", "attempt"], name="execution_attempt")
+        ]
+        indexes = [
+            models.Index(
+                fields=["id"], name="execution_live", condition=Q(state__in=LIVE_EXECUTION)
+            ),
+        ]
+
+
+class ScopeRow(_Row):
+    id = models.CharField(primary_key=True, max_length=255)
+    parent_id = models.CharField(max_length=255, db_index=True)
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_scope"
+
+
+class TimerRow(_Row):
+    id = models.CharField(primary_key=True, max_length=255)
+    # A deleted timer keeps its row (live=False) as the revision tombstone, so a
+    # recreated timer continues above it and an old fire command cannot match.
+    live = models.BooleanField()
+    revision = models.BigIntegerField()
+    fire_ns = models.BigIntegerField()
+    work_id = models.CharField(max_length=255)
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_timer"
+        indexes = [
+            models.Index(fields=["fire_ns", "id"], name="timer_due", condition=Q(live=True)),
+            models.Index(fields=["work_id", "id"], name="timer_work", condition=Q(live=True)),
+        ]
+
+
+class WaitRow(_Row):
+    id = models.CharField(primary_key=True, max_length=255)
+    work_id = models.CharField(max_length=255)
+    execution_id = models.CharField(max_length=255)
+    state = models.CharField(max_length=16)
+    data = models.TextField()
+
+    class Meta:
+        db_table = "conduit_wait"
+        indexes = [
+            models.Index(fields=["work_id", "id"], name="wait_work"),
+            models.Index(fields=["id"], name="wait_active", condition=Q(state="active")),
+        ]
+
+
+class KVRow(_Row):
+    namespace = models.CharField(max_length=255)
+    key = models.CharField(max_length=1024)
+    value = models.BinaryField()
+
+    class Meta:
+        db_table = "conduit_kv"
+        constraints = [models.UniqueConstraint(fields=["namespace", "key"], name="kv_key")]

@@ -1,0 +1,455 @@
+"""The Django ORM backend (SQLite by default).
+
+Writes run in ``transaction.atomic`` on the ``default`` alias, whose SQLite connection
+begins ``IMMEDIATE``: the write lock is taken at BEGIN, so ``Guard.now`` read after it
+orders with commits across processes, and a read-then-write inside a transaction
+cannot race another writer (serializable). ``synchronous=FULL`` in WAL makes the commit
+durable before ``transact`` returns.
+
+Views run on the ``view`` alias: the same file through another connection that begins
+deferred and is ``query_only``. Its first read opens a WAL snapshot that every later
+read of the View shares; it never takes the write lock, so it never waits for a writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db.models import Count, Model, Q, QuerySet
+
+from . import codec
+from .clock import wall_clock
+from .core import BaseTx, Table, TxScope, check_admission
+from .errors import Conflict, RecordsNewer, SchemaNewer, TxClosed, Unavailable
+from .models import (
+    LIVE_EXECUTION,
+    LIVE_WORK,
+    EventRow,
+    ExecutionRow,
+    KeyRow,
+    KVRow,
+    MetaRow,
+    ScopeRow,
+    TimerRow,
+    WaitRow,
+    WorkRow,
+)
+from .records import (
+    RECORD_FORMAT,
+    SCHEMA_VERSION,
+    CorrelationKey,
+    Event,
+    Execution,
+    Guard,
+    Nanos,
+    Route,
+    Scope,
+    StoredEvent,
+    Timer,
+    Wait,
+    Work,
+    WorkFacets,
+    WorkQuery,
+)
+
+T = TypeVar("T")
+
+_MODELS: dict[Table, type[Model]] = {
+    "work": WorkRow,
+    "execution": ExecutionRow,
+    "scope": ScopeRow,
+    "timer": TimerRow,
+    "wait": WaitRow,
+}
+_CLASSES: dict[Table, type[Any]] = {
+    "work": Work,
+    "execution": Execution,
+    "scope": Scope,
+    "timer": Timer,
+    "wait": Wait,
+}
+
+
+def _columns(table: Table, r: Any) -> dict[str, Any]:
+    """The indexed columns stored beside a record's JSON."""
+    data = codec.encode(r)
+    if table == "work":
+        return {
+            "kind": r.kind,
+            "scope_id": r.scope_id,
+            "parent_id": r.parent_id,
+            "state": r.state.value,
+            "source": r.source,
+            "latest_executor": r.latest_executor,
+            "created_ns": r.created_at,
+            "updated_ns": r.updated_at,
+            "revision": r.revision,
+            "data": data,
+        }
+    if table == "execution":
+        return {
+            "work_id": r.work_id,
+            "attempt": r.attempt,
+            "state": r.state.value,
+            "executor": r.executor,
+            "lease_expires_ns": r.lease_expires_at,
+            "data": data,
+        }
+    if table == "scope":
+        return {"parent_id": r.parent_id, "data": data}
+    if table == "timer":
+        return {
+            "live": True,
+            "revision": r.revision,
+            "fire_ns": r.fire_at,
+            "work_id": r.work_id,
+            "data": data,
+        }
+    return {
+        "work_id": r.work_id,
+        "execution_id": r.execution_id,
+        "state": r.state.value,
+        "data": data,
+    }
+
+
+def _parse_clock(value: str | None) -> tuple[Nanos, int]:
+    """The "clock" metadata row: the last committed Guard.now and the store version."""
+    now, _, version = (value or "0 0").partition(" ")
+    return int(now), int(version or 0)
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """The one boundary where driver errors become storage errors."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise Conflict(f"constraint violated: {exc}") from exc
+    except DatabaseError as exc:
+        raise Unavailable(f"database error: {exc}") from exc
+
+
+class OrmTx(BaseTx):
+    def __init__(self, now: Nanos, *, alias: str, read_only: bool) -> None:
+        super().__init__(now, read_only=read_only)
+        self.alias = alias
+
+    def _rows(self, table: Table) -> QuerySet[Any]:
+        qs: QuerySet[Any] = _MODELS[table].objects.using(self.alias)  # type: ignore[attr-defined]
+        return qs.filter(live=True) if table == "timer" else qs
+
+    # -- records --------------------------------------------------------------------
+    def _get(self, table: Table, id: str) -> Any:
+        data = self._rows(table).filter(pk=id).values_list("data", flat=True).first()
+        return None if data is None else codec.decode(_CLASSES[table], data)
+
+    def _put(self, table: Table, record: Any, create: bool) -> None:
+        manager = _MODELS[table].objects.using(self.alias)  # type: ignore[attr-defined]
+        columns = _columns(table, record)
+        # A timer ID may have a tombstone row: recreation overwrites it.
+        if (create and table != "timer") or not manager.filter(pk=record.id).update(**columns):
+            manager.create(id=record.id, **columns)
+
+    def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
+        qs = self._rows(table)
+        if work_id:
+            qs = qs.filter(work_id=work_id)
+        if live and table == "work":
+            qs = qs.filter(state__in=LIVE_WORK)
+        elif live and table == "execution":
+            qs = qs.filter(state__in=LIVE_EXECUTION)
+        elif live and table == "wait":
+            qs = qs.filter(state="active")
+        cls = _CLASSES[table]
+        return [codec.decode(cls, d) for d in qs.order_by("id").values_list("data", flat=True)]
+
+    def _timer_floor(self, timer_id: str) -> int:
+        rev = (
+            TimerRow.objects.using(self.alias)
+            .filter(pk=timer_id)
+            .values_list("revision", flat=True)
+        )
+        return rev.first() or 0
+
+    def _delete_timer(self, timer_id: str) -> None:
+        TimerRow.objects.using(self.alias).filter(pk=timer_id).update(live=False)
+
+    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
+        qs = self._rows("timer").filter(fire_ns__lte=now).order_by("fire_ns", "id")
+        data = qs.values_list("data", flat=True)
+        return [codec.decode(Timer, d) for d in (data[:limit] if limit else data)]
+
+    def _key_owner(self, key: CorrelationKey) -> str | None:
+        qs = KeyRow.objects.using(self.alias).filter(source=key.source, external_id=key.external_id)
+        owner: str | None = qs.values_list("work_id", flat=True).first()
+        return owner
+
+    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
+        KeyRow.objects.using(self.alias).bulk_create(
+            KeyRow(source=k.source, external_id=k.external_id, work_id=work_id, ordinal=first + i)
+            for i, k in enumerate(keys)
+        )
+
+    def _latest_attempt(self, work_id: str) -> Execution | None:
+        qs = ExecutionRow.objects.using(self.alias).filter(work_id=work_id).order_by("-attempt")
+        data = qs.values_list("data", flat=True).first()
+        return None if data is None else codec.decode(Execution, data)
+
+    # -- queries --------------------------------------------------------------------
+    def _filtered(self, q: WorkQuery) -> QuerySet[WorkRow]:
+        qs = WorkRow.objects.using(self.alias).all()
+        if q.states:
+            qs = qs.filter(state__in=sorted(s.value for s in q.states))
+        if q.scope_id:
+            qs = qs.filter(scope_id=q.scope_id)
+        if q.kind:
+            qs = qs.filter(kind=q.kind)
+        if q.parent_id:
+            qs = qs.filter(parent_id=q.parent_id)
+        if q.sources:
+            qs = qs.filter(source__in=sorted(q.sources))
+        if q.executor:
+            qs = qs.filter(latest_executor=q.executor)
+        if q.updated_since is not None:
+            qs = qs.filter(updated_ns__gte=q.updated_since)
+        return qs
+
+    def _query_works(self, query: WorkQuery) -> list[Work]:
+        qs = self._filtered(query)
+        col = "updated_ns" if query.order.by_updated else "created_ns"
+        desc = query.order.descending
+        if query.after is not None:
+            t, id = query.after.time, query.after.id
+            # The inclusive bound lets the index range-scan; the OR breaks time ties by ID.
+            op = "lt" if desc else "gt"
+            qs = qs.filter(**{f"{col}__{op}e": t}).filter(
+                Q(**{f"{col}__{op}": t}) | Q(**{f"id__{op}": id})
+            )
+        qs = qs.order_by(f"-{col}", "-id") if desc else qs.order_by(col, "id")
+        data = qs.values_list("data", flat=True)
+        return [codec.decode(Work, d) for d in (data[: query.limit] if query.limit else data)]
+
+    def _count_works(self, query: WorkQuery) -> int:
+        return self._filtered(query).count()
+
+    def _work_facets(self, query: WorkQuery) -> WorkFacets:
+        qs = self._filtered(query)
+
+        def counts(column: str) -> dict[str, int]:
+            rows = qs.order_by().values_list(column).annotate(n=Count("id"))
+            return dict(rows)
+
+        return WorkFacets(
+            state=counts("state"),
+            kind=counts("kind"),
+            source=counts("source"),
+            scope=counts("scope_id"),
+            executor=counts("latest_executor"),
+        )
+
+    # -- events ---------------------------------------------------------------------
+    @staticmethod
+    def _stored(row: dict[str, Any]) -> StoredEvent:
+        route = None
+        if row["disposition"]:
+            route = Route(row["route_work_id"], row["disposition"], row["routed_ns"])
+        return StoredEvent(codec.decode(Event, row["data"]), row["seq"], row["scope_id"], route)
+
+    _EVENT_FIELDS = ("seq", "data", "scope_id", "route_work_id", "disposition", "routed_ns")
+
+    def _events(self) -> QuerySet[EventRow]:
+        return EventRow.objects.using(self.alias).all()
+
+    def _one_event(self, qs: QuerySet[EventRow]) -> StoredEvent | None:
+        row = qs.values(*self._EVENT_FIELDS).first()
+        return None if row is None else self._stored(row)
+
+    def _get_event(self, event_id: str) -> StoredEvent | None:
+        return self._one_event(self._events().filter(id=event_id))
+
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
+        return self._one_event(self._events().filter(source=source, delivery_id=delivery_id))
+
+    def _insert_event(self, event: Event) -> int:
+        row = EventRow.objects.using(self.alias).create(
+            id=event.id,
+            source=event.source,
+            delivery_id=event.delivery_id,
+            type=event.type,
+            work_id=event.work_id,
+            causation_id=event.causation_id,
+            scope_id="",
+            route_work_id="",
+            disposition="",
+            routed_ns=0,
+            data=codec.encode(event),
+        )
+        return int(row.seq)
+
+    def _set_event_scope(self, event_id: str, scope_id: str) -> None:
+        self._events().filter(id=event_id).update(scope_id=scope_id)
+
+    def _set_route(self, event_id: str, route: Route) -> None:
+        self._events().filter(id=event_id).update(
+            route_work_id=route.work_id, disposition=route.disposition, routed_ns=route.routed_at
+        )
+
+    def _scan_events(
+        self,
+        after: int,
+        limit: int,
+        *,
+        unrouted: bool = False,
+        work_id: str | None = None,
+        scope_ids: Sequence[str] | None = None,
+        caused_by: str | None = None,
+    ) -> list[StoredEvent]:
+        qs = self._events().filter(seq__gt=after)
+        if unrouted:
+            qs = qs.filter(disposition="")
+        if work_id is not None:
+            qs = qs.filter(Q(work_id=work_id) | Q(route_work_id=work_id))
+        if scope_ids is not None:
+            qs = qs.filter(scope_id__in=list(scope_ids))
+        if caused_by is not None:
+            qs = qs.filter(causation_id=caused_by)
+        rows = qs.order_by("seq").values(*self._EVENT_FIELDS)
+        return [self._stored(r) for r in (rows[:limit] if limit else rows)]
+
+    def _latest_sequence(self) -> int:
+        seq = self._events().order_by("-seq").values_list("seq", flat=True).first()
+        return int(seq or 0)
+
+    def _store_version(self) -> int:
+        meta = MetaRow.objects.using(self.alias).filter(key="clock")
+        return _parse_clock(meta.values_list("value", flat=True).first())[1]
+
+    # -- KV -------------------------------------------------------------------------
+    def _kv(self, namespace: str) -> QuerySet[KVRow]:
+        return KVRow.objects.using(self.alias).filter(namespace=namespace)
+
+    def _kv_get(self, namespace: str, key: str) -> bytes | None:
+        value = self._kv(namespace).filter(key=key).values_list("value", flat=True).first()
+        return None if value is None else bytes(value)
+
+    def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        if not self._kv(namespace).filter(key=key).update(value=value):
+            KVRow.objects.using(self.alias).create(namespace=namespace, key=key, value=value)
+
+    def _kv_delete(self, namespace: str, key: str) -> None:
+        self._kv(namespace).filter(key=key).delete()
+
+    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
+        # Not key__startswith: SQLite's LIKE ignores case. A range scan in binary
+        # order, stopped at the first key past the prefix, is exact and indexed.
+        out: list[tuple[str, bytes]] = []
+        rows = self._kv(namespace).filter(key__gte=prefix).order_by("key")
+        for key, value in rows.values_list("key", "value").iterator():
+            if not key.startswith(prefix):
+                break
+            out.append((key, bytes(value)))
+        return out
+
+
+class OrmStore:
+    """The production store over Django's ``default`` (writes) and ``view`` aliases."""
+
+    tx_class: type[OrmTx] = OrmTx
+
+    def __init__(
+        self,
+        clock: Callable[[], Nanos] = wall_clock,
+        *,
+        using: str = "default",
+        view_using: str = "view",
+    ) -> None:
+        self._clock = clock
+        self.using = using
+        self.view_using = view_using
+        self._schema_version = self._open()
+
+    @property
+    def schema_version(self) -> int:
+        return self._schema_version
+
+    def _open(self) -> int:
+        """Check the database's schema version and record format before touching it
+        (SV-01, SV-02, SV-05..SV-07), then record ours if it is higher."""
+        try:
+            with translate_errors(), transaction.atomic(using=self.using):
+                meta = MetaRow.objects.using(self.using)
+                found = dict(meta.values_list("key", "value"))
+                schema = int(found.get("schema_version", SCHEMA_VERSION))
+                if schema > SCHEMA_VERSION:
+                    raise SchemaNewer(
+                        f"database schema version {schema} is newer than this code's "
+                        f"version {SCHEMA_VERSION}; run a newer Conduit Console or restore "
+                        "a backup taken before the upgrade"
+                    )
+                fmt = int(found.get("record_format", 1))
+                if fmt > RECORD_FORMAT:
+                    raise RecordsNewer(
+                        f"database record format {fmt} is newer than this code's "
+                        f"{RECORD_FORMAT} (records_newer); writing would drop fields"
+                    )
+                wanted = {
+                    "schema_version": str(SCHEMA_VERSION),
+                    "record_format": str(max(fmt, RECORD_FORMAT)),
+                    "clock": found.get("clock", "0 0"),
+                }
+                for key, value in wanted.items():
+                    if found.get(key) != value:
+                        meta.update_or_create(key=key, defaults={"value": value})
+                return schema
+        except Unavailable as exc:
+            raise Unavailable(f"{exc} (has `manage.py migrate` run?)") from exc
+
+    def close(self) -> None:
+        """Close this thread's connections; Django reopens them on next use."""
+        for alias in {self.using, self.view_using}:
+            connections[alias].close()
+
+    def transact(self, guard: Guard, callback: Callable[[Any], T]) -> T:
+        with TxScope():
+            check_admission(guard)
+            if connections[self.using].in_atomic_block:
+                # atomic() would become a savepoint: no IMMEDIATE lock, no admission order.
+                raise TxClosed("transact cannot run inside an open database transaction")
+            tx: OrmTx | None = None
+            try:
+                with translate_errors(), transaction.atomic(using=self.using):
+                    # One row holds "<last now> <version>": read once under the lock,
+                    # written once at the end, so the clock costs two statements a tx.
+                    meta = MetaRow.objects.using(self.using).filter(key="clock")
+                    last, version = _parse_clock(meta.values_list("value", flat=True).first())
+                    now = max((guard.clock or self._clock)(), last)
+                    tx = self.tx_class(now, alias=self.using, read_only=False)
+                    if guard.lease is not None:
+                        tx.verify_lease(guard.lease)
+                    result = callback(tx)
+                    tx.before_commit()
+                    check_admission(guard)
+                    if tx.dirty or now != last:
+                        meta.update(value=f"{now} {version + (1 if tx.dirty else 0)}")
+                return result
+            finally:
+                if tx is not None:
+                    tx.close()
+
+    def view(self, callback: Callable[[Any], T], now: Nanos | None = None) -> T:
+        with TxScope():
+            tx: OrmTx | None = None
+            try:
+                with translate_errors(), transaction.atomic(using=self.view_using):
+                    # The first read opens the snapshot every later read shares.
+                    MetaRow.objects.using(self.view_using).filter(key="clock").exists()
+                    at = now if now is not None else self._clock()
+                    tx = self.tx_class(at, alias=self.view_using, read_only=True)
+                    return callback(tx)
+            finally:
+                if tx is not None:
+                    tx.close()

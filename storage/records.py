@@ -1,0 +1,381 @@
+"""Records of the five primitives (Work, Event, Execution, Timer/Wait, Scope) and the
+values around them.
+
+All records are frozen dataclasses; every collection field is a tuple or is decoded
+afresh from JSON on each read, so a returned record can never alias stored state.
+Times are integer nanoseconds since the Unix epoch, UTC (``Nanos``): Python datetimes
+stop at microseconds and the contract orders to the nanosecond. ``storage.clock``
+converts aware datetimes to and from ``Nanos``.
+
+Fields the backend owns (``revision``, ``created_at``, ``updated_at``,
+``latest_executor``, an Execution's lease fields and times) are ignored on writes and
+filled in on reads.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Nanos = int
+JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
+
+# Record format: bumped with every change to a stored field (see tests/storage/
+# test_record_fields.py). 2 added Event.actor, 3 Binding.pass_env, 4 the Event scope.
+RECORD_FORMAT = 4
+SCHEMA_VERSION = 1
+
+
+class WorkState(enum.StrEnum):
+    READY = "ready"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ExecutionState(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PARKED = "parked"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    WAITING = "waiting"
+    HANDOFF = "handoff"
+    CANCELLED = "cancelled"
+
+
+class OutcomeKind(enum.StrEnum):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    WAITING = "waiting"
+    HANDOFF = "handoff"
+
+
+class WaitState(enum.StrEnum):
+    ACTIVE = "active"
+    WOKEN = "woken"
+    CANCELLED = "cancelled"
+
+
+class WorkOrder(enum.StrEnum):
+    """Sort order of a WorkQuery: by creation or update time, then ID, same direction."""
+
+    CREATED_ASC = "created"
+    CREATED_DESC = "-created"
+    UPDATED_ASC = "updated"
+    UPDATED_DESC = "-updated"
+
+    @property
+    def descending(self) -> bool:
+        return self.value.startswith("-")
+
+    @property
+    def by_updated(self) -> bool:
+        return self.value.endswith("updated")
+
+
+@dataclass(frozen=True, slots=True)
+class CorrelationKey:
+    """(source, external_id): owned by at most one Work, for life."""
+
+    source: str
+    external_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """A namespaced schema identifier and valid JSON bytes, stored byte for byte."""
+
+    schema: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    id: str
+    kind: str
+    scope_id: str = ""
+    parent_id: str = ""
+    state: WorkState = WorkState.READY
+    keys: tuple[CorrelationKey, ...] = ()
+    context: Payload | None = None
+    # Backend-owned fields: ignored on write.
+    latest_executor: str = ""
+    revision: int = 0
+    created_at: Nanos = 0
+    updated_at: Nanos = 0
+
+    @property
+    def source(self) -> str:
+        """The first correlation key's source, else the kind (spec: "A Work's source")."""
+        return self.keys[0].source if self.keys else self.kind
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_WORK_STATES
+
+
+TERMINAL_WORK_STATES = frozenset({WorkState.COMPLETED, WorkState.FAILED, WorkState.CANCELLED})
+LIVE_WORK_STATES = frozenset({WorkState.READY, WorkState.RUNNING, WorkState.WAITING})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The immutable envelope. ``received_at`` is always set by the store from
+    ``Guard.now``; ``occurred_at`` of 0 means "now"."""
+
+    id: str
+    source: str
+    delivery_id: str
+    type: str
+    work_id: str = ""
+    keys: tuple[CorrelationKey, ...] = ()
+    causation_id: str = ""
+    actor: str = ""
+    payload: Payload | None = None
+    occurred_at: Nanos = 0
+    received_at: Nanos = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The processing checkpoint: routing metadata beside the envelope, never in it."""
+
+    work_id: str
+    disposition: str
+    routed_at: Nanos
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An accepted Event with the storage metadata kept beside its envelope."""
+
+    event: Event
+    sequence: int
+    scope_id: str = ""
+    route: Route | None = None
+
+    @property
+    def id(self) -> str:
+        return self.event.id
+
+    @property
+    def routed(self) -> bool:
+        return self.route is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """Mechanical requirements only: which executor, which environment to pass."""
+
+    name: str = ""
+    executor: str = ""
+    pass_env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: OutcomeKind
+    message: str = ""
+    detail: Payload | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRef:
+    """A committed artifact: opaque ID, size and media type, plus the SHA-256 of its
+    bytes (recorded so backups can verify copies)."""
+
+    id: str
+    size: int
+    media_type: str
+    sha256: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One attempt of a Work. Lease fields (owner, epoch, lease_expires_at) change only
+    through claim/renew/release and state changes; put_execution ignores them."""
+
+    id: str
+    work_id: str
+    attempt: int
+    state: ExecutionState = ExecutionState.PENDING
+    executor: str = ""
+    binding: Binding | None = None
+    trace_id: str = ""
+    outcome: Outcome | None = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    # Backend-owned fields: ignored on write.
+    owner: str = ""
+    epoch: int = 0
+    lease_expires_at: Nanos = 0
+    started_at: Nanos = 0
+    finished_at: Nanos = 0
+    revision: int = 0
+    created_at: Nanos = 0
+    updated_at: Nanos = 0
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_EXECUTION_STATES
+
+
+TERMINAL_EXECUTION_STATES = frozenset(
+    {
+        ExecutionState.COMPLETED,
+        ExecutionState.FAILED,
+        ExecutionState.WAITING,
+        ExecutionState.HANDOFF,
+        ExecutionState.CANCELLED,
+    }
+)
+LIVE_EXECUTION_STATES = frozenset(
+    {ExecutionState.PENDING, ExecutionState.RUNNING, ExecutionState.PARKED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    """What an executor presents in its Guard: the attempt, owner and epoch it holds."""
+
+    execution_id: str
+    owner: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    id: str
+    parent_id: str = ""
+    name: str = ""
+    routes: tuple[JSON, ...] = ()
+    bindings: tuple[Binding, ...] = ()
+    config: Mapping[str, JSON] = field(default_factory=dict)
+    secret_refs: tuple[str, ...] = ()
+    revision: int = 0
+    created_at: Nanos = 0
+    updated_at: Nanos = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """A fire time and an Event template. ``work_id`` ties retry and timeout timers to
+    their Work so cancellation can remove them; ``purpose`` is free text ("retry",
+    "timeout", "schedule") for operators."""
+
+    id: str
+    fire_at: Nanos
+    template: Event
+    work_id: str = ""
+    purpose: str = ""
+    revision: int = 0
+    created_at: Nanos = 0
+    updated_at: Nanos = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TimerNext:
+    """Rearm instruction for fire_timer: the next fire time and its Event template."""
+
+    fire_at: Nanos
+    template: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    id: str
+    work_id: str
+    execution_id: str
+    keys: tuple[CorrelationKey, ...] = ()
+    types: tuple[str, ...] = ()
+    after_sequence: int = 0
+    timeout_timer_id: str = ""
+    description: str = ""
+    owner: str = ""
+    progress: str = ""
+    state: WaitState = WaitState.ACTIVE
+    woken_by: str = ""
+    revision: int = 0
+    created_at: Nanos = 0
+    updated_at: Nanos = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkKey:
+    """Keyset cursor of a WorkQuery page: the sort time and ID of the last row seen."""
+
+    time: Nanos
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkQuery:
+    """Selects Work. Empty fields do not filter; filters combine with AND.
+
+    ``updated_since`` is inclusive. ``limit`` 0 means no limit. ``after`` pages
+    strictly after a WorkKey taken from the previous page's last row in the same order.
+    """
+
+    states: frozenset[WorkState] = frozenset()
+    scope_id: str = ""
+    kind: str = ""
+    parent_id: str = ""
+    sources: frozenset[str] = frozenset()
+    executor: str = ""
+    updated_since: Nanos | None = None
+    order: WorkOrder = WorkOrder.CREATED_DESC
+    after: WorkKey | None = None
+    limit: int = 0
+
+    def key_of(self, work: Work) -> WorkKey:
+        """The cursor for paging after ``work`` in this query's order."""
+        return WorkKey(work.updated_at if self.order.by_updated else work.created_at, work.id)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkFacets:
+    """Counts per value of each facet dimension, under the query's full filter, so each
+    dimension's counts sum to ``count_works`` for the same query. A Work without a
+    scope or executor counts under ""."""
+
+    state: Mapping[str, int]
+    kind: Mapping[str, int]
+    source: Mapping[str, int]
+    scope: Mapping[str, int]
+    executor: Mapping[str, int]
+
+
+class CancelToken:
+    """Python's stand-in for a cancelled context: ``transact`` checks it before commit."""
+
+    __slots__ = ("_cancelled",)
+
+    def __init__(self) -> None:
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """Authority and admission of one transaction.
+
+    ``lease`` None is trusted control-plane authority. ``clock`` overrides the store's
+    clock (tests inject one); ``Guard.now`` is ``max(clock(), last committed now)``
+    taken after the write lock is held. ``deadline`` is a ``time.monotonic()`` instant
+    and ``cancel`` a token; either aborts the transaction before commit.
+    """
+
+    lease: LeaseRef | None = None
+    clock: Callable[[], Nanos] | None = None
+    deadline: float | None = None
+    cancel: CancelToken | None = None

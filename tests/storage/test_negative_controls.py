@@ -1,0 +1,142 @@
+"""Negative controls (checklist 23.3): deliberately broken backends run the REAL shared
+cases, and each must fail with the expected diagnostic. The controls assert that
+failure, so this module passes exactly when the suite can catch each kind of breakage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from storage import Guard, Nanos, StoredEvent
+from storage.core import TxScope
+from storage.memory import MemoryStore, MemoryTx
+from storage.orm import OrmStore
+
+from .cases import CASES
+from .support import FakeClock
+
+T = TypeVar("T")
+
+
+class DedupBrokenTx(MemoryTx):
+    """Forgets every delivery identity: a retried delivery is stored again."""
+
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
+        return None
+
+
+class DedupBrokenStore(MemoryStore):
+    tx_class = DedupBrokenTx
+
+
+class PartialCommitStore(MemoryStore):
+    """Publishes whatever the callback wrote before it raised."""
+
+    def transact(self, guard: Guard, callback: Callable[[Any], T]) -> T:
+        with TxScope(), self._lock:
+            now = max(self._clock(), self._state.last_now)
+            working = self._state.copy()
+            tx = self.tx_class(working, now, read_only=False)
+            try:
+                return callback(tx)
+            finally:
+                tx.close()
+                working.last_now = now
+                self.commit(working)
+
+
+class SerialisingViewStore(MemoryStore):
+    """A View that queues behind writers (takes the transaction lock)."""
+
+    def view(self, callback: Callable[[Any], T], now: Nanos | None = None) -> T:
+        with self._lock:
+            return super().view(callback, now)
+
+
+class WritingViewStore(MemoryStore):
+    """A View that runs on a writable copy of the snapshot and keeps its writes."""
+
+    def view(self, callback: Callable[[Any], T], now: Nanos | None = None) -> T:
+        with TxScope():
+            working = self._state.copy()
+            tx = self.tx_class(working, now or self._clock(), read_only=False)
+            try:
+                return callback(tx)
+            finally:
+                tx.close()
+                self.commit(working)
+
+
+class WriterAliasViewStore(OrmStore):
+    """On SQLite: a View opened on the writer's connection, whose BEGIN IMMEDIATE
+    waits for the write lock like any writer."""
+
+    def __init__(self, clock: Callable[[], Nanos]) -> None:
+        super().__init__(clock, using="default", view_using="default")
+
+
+def run_case(name: str, store: Any, clock: FakeClock) -> None:
+    CASES[name](store, clock)
+
+
+@pytest.mark.parametrize(
+    ("broken", "case", "diagnostic"),
+    [
+        pytest.param(
+            DedupBrokenStore,
+            "delivery_identity_versus_correlation",
+            "a duplicate delivery reported added=True",
+            id="broken-deduplication",
+        ),
+        pytest.param(
+            PartialCommitStore,
+            "atomic_route_effects",
+            "a failed processing transaction left",
+            id="partial-commit",
+        ),
+        pytest.param(
+            SerialisingViewStore,
+            "view_reads_committed_state_alongside_writes",
+            "View waited behind an open write transaction",
+            id="view-serialises-behind-writes",
+        ),
+        pytest.param(
+            WritingViewStore,
+            "view_reads_committed_state_alongside_writes",
+            "View accepted a write",
+            id="view-writes",
+        ),
+    ],
+)
+def test_the_shared_case_catches_a_broken_double(
+    broken: type[MemoryStore], case: str, diagnostic: str
+) -> None:
+    clock = FakeClock()
+    with pytest.raises(AssertionError, match=diagnostic):
+        run_case(case, broken(clock=clock), clock)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "delivery_identity_versus_correlation",
+        "atomic_route_effects",
+        "view_reads_committed_state_alongside_writes",
+    ],
+)
+def test_the_same_cases_pass_on_the_reference_double(case: str) -> None:
+    """The controls above fail because of the breakage, not because the case is flaky."""
+    clock = FakeClock()
+    run_case(case, MemoryStore(clock=clock), clock)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "view"])
+def test_the_view_case_catches_a_sqlite_view_on_the_writer_connection() -> None:
+    clock = FakeClock()
+    with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
+        run_case(
+            "view_reads_committed_state_alongside_writes", WriterAliasViewStore(clock), clock
+        )

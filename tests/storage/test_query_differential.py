@@ -1,0 +1,169 @@
+"""Q-13: ``query_works``, ``count_works`` and ``work_facets`` on SQLite equal
+``storage.select_works`` / ``select_facets`` over a plain list of the same Work, for
+randomised data sets (with time ties) and randomised queries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage import (
+    CorrelationKey,
+    Execution,
+    Guard,
+    Scope,
+    Tx,
+    Work,
+    WorkKey,
+    WorkOrder,
+    WorkQuery,
+    WorkState,
+    select_facets,
+    select_works,
+)
+from storage.orm import OrmStore
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+
+T0 = 1_767_225_600_000_000_001
+SCOPES = ["", "acme", "globex"]
+KINDS = ["billing.charge", "deploy.service", "report.nightly"]
+SOURCES = ["", "github.acme", "stripe.acct"]  # "" = no key, so source is the kind
+EXECUTORS = ["", "shell", "python"]
+PATHS = {  # how to reach each state from ready
+    WorkState.READY: [],
+    WorkState.RUNNING: [WorkState.RUNNING],
+    WorkState.WAITING: [WorkState.RUNNING, WorkState.WAITING],
+    WorkState.COMPLETED: [WorkState.RUNNING, WorkState.COMPLETED],
+    WorkState.FAILED: [WorkState.FAILED],
+    WorkState.CANCELLED: [WorkState.CANCELLED],
+}
+
+work_spec = st.fixed_dictionaries(
+    {
+        "tick": st.integers(0, 4),  # few ticks: many equal creation times
+        "scope": st.sampled_from(SCOPES),
+        "kind": st.sampled_from(KINDS),
+        "source": st.sampled_from(SOURCES),
+        "executor": st.sampled_from(EXECUTORS),
+        "state": st.sampled_from(list(WorkState)),
+        "child": st.booleans(),
+        "touch": st.integers(0, 3),
+    }
+)
+
+
+def _query(draw: Any) -> WorkQuery:
+    return WorkQuery(
+        states=frozenset(draw(st.sets(st.sampled_from(list(WorkState)), max_size=3))),
+        scope_id=draw(st.sampled_from(SCOPES)),
+        kind=draw(st.sampled_from(["", *KINDS])),
+        parent_id=draw(st.sampled_from(["", "w000", "w001"])),
+        sources=frozenset(draw(st.sets(st.sampled_from([*SOURCES[1:], *KINDS]), max_size=2))),
+        executor=draw(st.sampled_from(EXECUTORS)),
+        updated_since=draw(st.sampled_from([None, T0, T0 + 2_000, T0 + 10_000])),
+        order=draw(st.sampled_from(list(WorkOrder))),
+        limit=draw(st.sampled_from([0, 1, 3, 7])),
+    )
+
+
+queries = st.composite(lambda draw: _query(draw))()
+
+
+def _build(store: OrmStore, specs: list[dict[str, Any]]) -> None:
+    """Create the Work through the API: one transaction per tick (ties), then state
+    changes and attempts at later, also-tied instants (updated_at ties)."""
+    store.transact(
+        Guard(clock=lambda: T0 - 1),
+        lambda tx: [tx.put_scope(Scope(id=s)) for s in SCOPES if s],
+    )
+    for tick in range(5):
+
+        def create(tx: Tx, tick: int = tick) -> None:
+            for i, spec in enumerate(specs):
+                if spec["tick"] != tick:
+                    continue
+                keys = (CorrelationKey(spec["source"], f"k{i}"),) if spec["source"] else ()
+                parent = "w000" if spec["child"] and i > 0 and specs[0]["tick"] <= tick else ""
+                if parent and i == 0:
+                    parent = ""
+                tx.put_work(
+                    Work(
+                        id=f"w{i:03d}",
+                        kind=spec["kind"],
+                        scope_id=spec["scope"],
+                        parent_id=parent if tx_has(tx, parent) else "",
+                        keys=keys,
+                    )
+                )
+
+        store.transact(Guard(clock=lambda tick=tick: T0 + tick * 1000), create)
+
+    for i, spec in enumerate(specs):
+
+        def evolve(tx: Tx, i: int = i, spec: dict[str, Any] = spec) -> None:
+            work = tx.work(f"w{i:03d}")
+            if spec["executor"]:
+                tx.put_execution(
+                    Execution(id=f"x{i:03d}", work_id=work.id, attempt=1, executor=spec["executor"])
+                )
+                work = tx.work(work.id)
+            for state in PATHS[spec["state"]]:
+                work = tx.put_work(replace(work, state=state))
+
+        at = T0 + 5_000 + spec["touch"] * 1000
+        store.transact(Guard(clock=lambda at=at: at), evolve)
+
+
+def tx_has(tx: Tx, work_id: str) -> bool:
+    if not work_id:
+        return False
+    try:
+        tx.work(work_id)
+    except Exception:
+        return False
+    return True
+
+
+def _walk(tx: Tx, query: WorkQuery) -> list[str]:
+    """Every page of ``query`` (limit as page size) by keyset cursor."""
+    seen: list[str] = []
+    after: WorkKey | None = None
+    while True:
+        page = tx.query_works(replace(query, after=after, limit=query.limit or 3))
+        if not page:
+            return seen
+        seen += [w.id for w in page]
+        after = query.key_of(page[-1])
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(specs=st.lists(work_spec, min_size=1, max_size=25), qs=st.lists(queries, max_size=8))
+def test_sqlite_queries_equal_select_works(
+    specs: list[dict[str, Any]], qs: list[WorkQuery]
+) -> None:
+    call_command("flush", "--noinput", verbosity=0)
+    store = OrmStore()
+    _build(store, specs)
+
+    def check(tx: Tx) -> None:
+        everything = tx.works()
+        for query in qs:
+            expected = select_works(query, everything)
+            assert [w.id for w in tx.query_works(query)] == [w.id for w in expected], query
+            unpaged = replace(query, limit=0)
+            assert tx.count_works(query) == len(select_works(unpaged, everything)), query
+            assert tx.work_facets(query) == select_facets(query, everything), query
+            walked = _walk(tx, query)
+            assert walked == [w.id for w in select_works(unpaged, everything)], query
+
+    store.view(check)
