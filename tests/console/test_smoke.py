@@ -2,17 +2,12 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 
-db = pytest.mark.django_db(transaction=True, databases=["default", "view"])
-
-
-@pytest.fixture
-def alice(django_user_model):
-    """An operator without admin rights."""
-    return django_user_model.objects.create_user(username="alice", password="password")
+from tests.console.conftest import DB
 
 
 def test_healthz_answers_ok_without_login(client):
@@ -23,7 +18,7 @@ def test_healthz_answers_ok_without_login(client):
     assert response["Content-Type"].startswith("text/plain")
 
 
-@db
+@DB
 def test_it_redirects_an_anonymous_visitor_to_login(client):
     response = client.get("/")
 
@@ -31,7 +26,7 @@ def test_it_redirects_an_anonymous_visitor_to_login(client):
     assert response["Location"] == "/accounts/login/?next=/"
 
 
-@db
+@DB
 def test_login_page_renders(client):
     response = client.get("/accounts/login/")
 
@@ -39,8 +34,8 @@ def test_login_page_renders(client):
     assert b'name="password"' in response.content
 
 
-@db
-def test_an_operator_signs_in_and_sees_home(client, alice):
+@DB
+def test_an_operator_signs_in_and_sees_the_work_list(client, alice):
     response = client.post(
         "/accounts/login/", {"username": "alice", "password": "password", "next": "/"}
     )
@@ -50,37 +45,41 @@ def test_an_operator_signs_in_and_sees_home(client, alice):
     response = client.get("/")
 
     assert response.status_code == 200
-    assert b"Conduit Console" in response.content
+    assert b"<h1>Work</h1>" in response.content
     assert b"alice" in response.content
 
 
-@db
-def test_home_serves_htmx_from_our_static_files_under_a_strict_csp(client, alice):
-    client.force_login(alice)
-
-    response = client.get("/")
+@DB
+def test_every_page_serves_htmx_and_our_js_from_static_files_under_a_strict_csp(as_alice):
+    response = as_alice.get("/")
 
     csp = response["Content-Security-Policy"]
     assert "default-src 'self'" in csp
     assert "script-src 'self'" in csp
+    assert "style-src 'self'" in csp
     assert "frame-ancestors 'none'" in csp
     assert b'<script src="/static/django_htmx/htmx-2.min.js" defer>' in response.content
+    assert b'<script src="/static/js/console.js" defer></script>' in response.content
     assert b"<script>" not in response.content  # no inline scripts
+    assert b"hx-on" not in response.content
+    assert b' style="' not in response.content  # no inline styles either
     assert response["X-Frame-Options"] == "DENY"
 
 
-@db
-def test_home_summary_is_a_partial_that_renders_alone(alice):
+@DB
+def test_the_workspace_is_a_partial_that_renders_alone(alice):
     request = RequestFactory().get("/")
     request.user = alice
+    request.COOKIES = {}
+    context = {"page": None, "facets": [], "filter": None, "chips": []}
 
-    html = render_to_string("console/home.html#summary", {"user": alice}, request=request)
+    html = render_to_string("console/work_list.html#workspace", context, request=request)
 
-    assert '<section id="summary"' in html
+    assert '<div id="workspace"' in html
     assert "<header" not in html
 
 
-@db
+@DB
 def test_logout_is_a_post(client, alice):
     client.force_login(alice)
 
@@ -91,7 +90,12 @@ def test_logout_is_a_post(client, alice):
     assert client.get("/").status_code == 302
 
 
-@db
+@pytest.mark.django_db
+def test_a_migration_creates_the_operators_group():
+    assert Group.objects.filter(name="operators").exists()
+
+
+@DB
 def test_ensure_dev_operator_creates_a_superuser_once(monkeypatch, settings, tmp_path):
     settings.DATA_DIR = tmp_path
     monkeypatch.delenv("CONDUIT_DEV_PASSWORD", raising=False)

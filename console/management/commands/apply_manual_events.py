@@ -1,0 +1,21 @@
+"""Apply operator actions (core.manual cancel/retry Events) left unrouted by a crash
+between recording the Event and applying it. Safe to run at any time: each Event is
+applied exactly once, however often this runs."""
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from console.actions import apply_manual_events
+from console.stores import get_store
+
+
+class Command(BaseCommand):
+    help = "Apply unrouted console cancel/retry Events exactly once."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        results = apply_manual_events(get_store())
+        for result in results:
+            self.stdout.write(f"{result.event_id}: {result.message}")
+        applied = sum(1 for r in results if r.applied_now)
+        self.stdout.write(self.style.SUCCESS(f"{applied} manual Event(s) applied."))

@@ -1,0 +1,213 @@
+"""Template helpers: times (relative with the absolute in a title), lease countdowns,
+state badges, pretty JSON payloads and the attributes of a polling region."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django import template
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from console.polling import poll_seconds
+from storage import Payload, from_ns
+
+register = template.Library()
+
+NS = 1_000_000_000
+
+
+def absolute(ns: int) -> str:
+    """UTC to the second, e.g. 2025-11-30 14:03:07Z."""
+    return from_ns(ns).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def span(seconds: float) -> str:
+    """A duration in at most two units: 45s, 3m 12s, 5h 3m, 2d 4h."""
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60}s"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def relative(ns: int, now: int) -> str:
+    delta = (now - ns) / NS
+    if abs(delta) < 1:
+        return "just now"
+    return f"{span(delta)} ago" if delta > 0 else f"in {span(delta)}"
+
+
+@register.filter
+def abstime(ns: int) -> str:
+    return absolute(ns) if ns else "—"
+
+
+@register.simple_tag
+def when(ns: int, now: int) -> SafeString:
+    """A relative time that console.js keeps fresh, the exact instant in its title."""
+    if not ns:
+        return mark_safe('<span class="muted">—</span>')
+    dt = from_ns(ns)
+    return format_html(
+        '<time datetime="{}" title="{}" data-age="{}">{}</time>',
+        dt.isoformat(),
+        dt.strftime("%Y-%m-%d %H:%M:%S.%fZ"),
+        (now - ns) // NS,
+        relative(ns, now),
+    )
+
+
+@register.simple_tag
+def countdown(ns: int, now: int) -> SafeString:
+    """A deadline (lease expiry, timer fire time): the absolute time and the seconds
+    left at render; console.js counts down every second and marks it expired. Expiry
+    is exclusive: at ``now == ns`` it has already expired."""
+    if not ns:
+        return mark_safe('<span class="muted">—</span>')
+    remaining = (ns - now) / NS
+    expired = remaining <= 0
+    text = f"expired {span(remaining)} ago" if expired else f"in {span(remaining)}"
+    return format_html(
+        '<time class="countdown{}" datetime="{}" title="{}" data-remaining="{}">'
+        '<span class="abs">{}</span> · <span class="left">{}</span></time>',
+        " expired" if expired else "",
+        from_ns(ns).isoformat(),
+        absolute(ns),
+        f"{remaining:.3f}",
+        absolute(ns)[11:],
+        text,
+    )
+
+
+@register.simple_tag
+def age(ns: int, now: int) -> str:
+    return span((now - ns) / NS) if ns else "—"
+
+
+@register.filter
+def badge(state: Any) -> SafeString:
+    value = str(getattr(state, "value", state))
+    return format_html('<span class="badge badge-{}">{}</span>', value, value)
+
+
+@register.filter
+def pretty(payload: Payload | None) -> str:
+    """A payload's JSON indented for reading (the template escapes it)."""
+    if payload is None:
+        return ""
+    try:
+        return json.dumps(json.loads(payload.data), indent=2, ensure_ascii=False, sort_keys=True)
+    except ValueError:
+        return payload.data.decode("utf-8", "replace")
+
+
+@register.filter
+def reason_of(payload: Payload | None) -> str:
+    """The operator's reason in a core.manual payload, else ""."""
+    if payload is None:
+        return ""
+    try:
+        data = json.loads(payload.data)
+    except ValueError:
+        return ""
+    return str(data.get("reason", "")) if isinstance(data, dict) else ""
+
+
+@register.filter
+def filesize(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+@register.filter
+def get(mapping: dict[str, Any], key: str) -> Any:
+    return mapping.get(key, "")
+
+
+@register.simple_tag(takes_context=True)
+def poll_attrs(context: template.Context, stamp: str) -> SafeString:
+    """The attributes that make a region poll its own URL with the last stamp it saw.
+    No polling when the interval picker says "off"."""
+    request: HttpRequest = context["request"]
+    seconds = poll_seconds(request)
+    if not seconds:
+        return format_html('data-stamp="{}"', stamp)
+    params = [(k, v) for k, vs in request.GET.lists() if k != "stamp" for v in vs]
+    params.append(("stamp", stamp))
+    url = f"{request.path}?{urlencode(params)}"
+    return format_html(
+        'data-poll data-stamp="{}" hx-get="{}" hx-trigger="every {}s, consolewake" '
+        'hx-swap="outerHTML"',
+        stamp,
+        url,
+        seconds,
+    )
+
+
+@register.simple_tag(takes_context=True)
+def poll_choice(context: template.Context) -> int:
+    return poll_seconds(context["request"])
+
+
+@register.simple_tag(takes_context=True)
+def may_act(context: template.Context) -> bool:
+    """Whether to show operator actions: an operator, and the console not read-only."""
+    from console.access import can_act
+
+    return can_act(context["request"])
+
+
+@register.simple_tag(takes_context=True)
+def role(context: template.Context) -> str:
+    from django.conf import settings
+
+    from console.access import is_operator
+
+    request = context["request"]
+    if not is_operator(request.user):
+        return "viewer"
+    return "operator, read-only" if settings.CONSOLE_READ_ONLY else "operator"
+
+
+@register.simple_tag
+def read_only() -> bool:
+    from django.conf import settings
+
+    return bool(settings.CONSOLE_READ_ONLY)
+
+
+_SECTIONS = {
+    "home": "work",
+    "work_detail": "work",
+    "work_action": "work",
+    "bulk_action": "work",
+    "events": "events",
+    "event_detail": "events",
+    "executions": "executions",
+    "artifact": "executions",
+    "waits": "waits",
+    "timers": "timers",
+    "scopes": "scopes",
+}
+
+
+@register.simple_tag(takes_context=True)
+def nav_section(context: template.Context) -> str:
+    match = getattr(context.get("request"), "resolver_match", None)
+    return _SECTIONS.get(getattr(match, "url_name", "") or "", "")
+
+
+@register.filter
+def cap(value: int, most: int) -> int:
+    return min(int(value), int(most))

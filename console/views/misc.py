@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from console.polling import CHOICES, COOKIE
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness for `make run` and load balancers: no login, no database."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
+@require_POST
+@login_required
+def poll_interval(request: HttpRequest) -> HttpResponse:
+    """The interval picker: remember the choice in a cookie, go back where we were."""
+    raw = request.POST.get("every", "")
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        target = "/"
+    response = redirect(target)
+    if raw.isdigit() and int(raw) in CHOICES:
+        response.set_cookie(
+            COOKIE,
+            raw,
+            max_age=365 * 86400,
+            samesite="Lax",
+            httponly=True,
+            secure=request.is_secure(),
+        )
+    return response

@@ -1,0 +1,136 @@
+/* Conduit Console: progressive enhancement. Everything works without this file;
+   it pauses polling while the tab is hidden, keeps countdowns and ages ticking,
+   keeps open <details> open across live updates, and wires small conveniences.
+   Loaded from our own static files: the CSP forbids inline scripts and hx-on. */
+(function () {
+  "use strict";
+
+  document.documentElement.classList.add("js");
+
+  function pad(n) { return n < 10 ? "0" + n : "" + n; }
+
+  function span(seconds) {
+    var s = Math.floor(Math.abs(seconds));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  }
+
+  /* Each ticking element remembers when it was rendered (client clock), so server
+     and client clocks never need to agree: only elapsed time matters. */
+  function stampBirth(root) {
+    var now = Date.now();
+    (root || document).querySelectorAll("[data-remaining], [data-age]").forEach(function (el) {
+      if (!el.dataset.born) el.dataset.born = String(now);
+    });
+  }
+
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time.countdown[data-remaining]").forEach(function (el) {
+      var left = parseFloat(el.dataset.remaining) - (now - Number(el.dataset.born || now)) / 1000;
+      var label = el.querySelector(".left");
+      var expired = left <= 0;  // expiry is exclusive: at the instant it has expired
+      if (label) label.textContent = expired ? "expired " + span(left) + " ago" : "in " + span(left);
+      el.classList.toggle("expired", expired);
+      var row = el.closest("tr");
+      if (row) row.classList.toggle("lapsed", expired);
+    });
+  }
+
+  function ages() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-age]").forEach(function (el) {
+      var age = Number(el.dataset.age) + (now - Number(el.dataset.born || now)) / 1000;
+      el.textContent = Math.abs(age) < 1 ? "just now" : age > 0 ? span(age) + " ago" : "in " + span(age);
+    });
+  }
+
+  function status(text, isError) {
+    var el = document.getElementById("live-status");
+    if (!el) return;
+    el.textContent = text;
+    el.classList.toggle("error", !!isError);
+  }
+
+  /* Polling regions carry data-poll. A poll is skipped while the tab is hidden,
+     while rows are selected for a bulk action, or while a field in it has focus. */
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    if (document.hidden ||
+        elt.querySelector("input[type=checkbox][name=work]:checked") ||
+        elt.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) {
+      evt.preventDefault();
+    }
+  });
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden || !window.htmx) return;
+    document.querySelectorAll("[data-poll]").forEach(function (el) {
+      window.htmx.trigger(el, "consolewake");
+    });
+  });
+
+  /* A live update replaces a region; keep the payloads the operator opened open. */
+  var openDetails = [];
+  document.addEventListener("htmx:beforeSwap", function () {
+    openDetails = Array.prototype.map.call(document.querySelectorAll("details[open][id]"), function (d) { return d.id; });
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    openDetails.forEach(function (id) {
+      var d = document.getElementById(id);
+      if (d) d.open = true;
+    });
+    stampBirth(document);
+    tick();
+    updateSelection();
+  });
+
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    if (evt.detail.successful) {
+      var d = new Date();
+      status("live · checked " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()), false);
+    }
+  });
+  document.addEventListener("htmx:responseError", function (evt) {
+    status("update failed (" + evt.detail.xhr.status + "), retrying", true);
+  });
+  document.addEventListener("htmx:sendError", function () {
+    status("connection lost, retrying", true);
+  });
+
+  /* The interval picker submits itself when changed. */
+  document.addEventListener("change", function (evt) {
+    var t = evt.target;
+    if (t.matches("form[data-autosubmit] select")) {
+      t.form.requestSubmit();
+    } else if (t.matches("input[data-select-all]")) {
+      var form = t.form || t.closest("form");
+      form.querySelectorAll("input[type=checkbox][name=work]").forEach(function (box) { box.checked = t.checked; });
+      updateSelection();
+    } else if (t.matches("input[type=checkbox][name=work]")) {
+      updateSelection();
+    }
+  });
+
+  function updateSelection() {
+    document.querySelectorAll("[data-selected-count]").forEach(function (el) {
+      var form = el.closest("form");
+      var n = form ? form.querySelectorAll("input[type=checkbox][name=work]:checked").length : 0;
+      if (!el.dataset.idle) el.dataset.idle = el.textContent;
+      el.textContent = n ? n + " selected (live updates paused):" : el.dataset.idle;
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    stampBirth(document);
+    tick();
+    updateSelection();
+  });
+  setInterval(tick, 1000);
+  setInterval(ages, 5000);
+})();

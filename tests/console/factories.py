@@ -1,0 +1,250 @@
+"""Seed data for console tests, written through the storage API (never the ORM).
+
+Each helper is one control-plane transaction on the process-wide store, so what the
+views read is exactly what a runtime would have committed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from console.stores import get_artifacts, get_store
+from storage import (
+    ArtifactRef,
+    Binding,
+    CorrelationKey,
+    Event,
+    Execution,
+    ExecutionState,
+    Guard,
+    Outcome,
+    OutcomeKind,
+    Payload,
+    Scope,
+    StoredEvent,
+    Timer,
+    Tx,
+    Wait,
+    Work,
+    WorkState,
+    seconds,
+)
+
+KIND = "billing.charge"
+
+
+def transact[T](fn: Callable[[Tx], T]) -> T:
+    return get_store().transact(Guard(), fn)
+
+
+def scope(scope_id: str, *, parent: str = "", name: str = "") -> Scope:
+    return transact(lambda tx: tx.put_scope(Scope(id=scope_id, parent_id=parent, name=name)))
+
+
+def work(
+    work_id: str,
+    *,
+    kind: str = KIND,
+    scope_id: str = "",
+    parent: str = "",
+    keys: Sequence[tuple[str, str]] = (),
+    context: dict[str, object] | None = None,
+) -> Work:
+    record = Work(
+        id=work_id,
+        kind=kind,
+        scope_id=scope_id,
+        parent_id=parent,
+        keys=tuple(CorrelationKey(s, e) for s, e in keys),
+        context=Payload("test.context", json.dumps(context).encode()) if context else None,
+    )
+    return transact(lambda tx: tx.put_work(record))
+
+
+def works_at_once(*work_ids: str, kind: str = KIND, scope_id: str = "") -> list[Work]:
+    """Several Works created in one transaction: they share created_at to the
+    nanosecond (a tie that keyset paging breaks by ID)."""
+    return transact(
+        lambda tx: [tx.put_work(Work(id=i, kind=kind, scope_id=scope_id)) for i in work_ids]
+    )
+
+
+def _next_attempt(tx: Tx, work_id: str) -> int:
+    return max((x.attempt for x in tx.executions(work_id)), default=0) + 1
+
+
+def start(
+    work_id: str, *, executor: str = "python", owner: str = "worker-1", lease: float = 30
+) -> Execution:
+    """A new attempt, claimed: the Work becomes running with a live lease."""
+
+    def run(tx: Tx) -> Execution:
+        n = _next_attempt(tx, work_id)
+        x = tx.put_execution(
+            Execution(
+                id=f"{work_id}-x{n}",
+                work_id=work_id,
+                attempt=n,
+                executor=executor,
+                binding=Binding(name=executor, executor=executor),
+                trace_id=f"trace-{work_id}-{n}",
+            )
+        )
+        return tx.claim(x.id, owner, tx.now + seconds(lease))
+
+    return transact(run)
+
+
+def pending(work_id: str, *, executor: str = "python") -> Execution:
+    def run(tx: Tx) -> Execution:
+        n = _next_attempt(tx, work_id)
+        return tx.put_execution(
+            Execution(id=f"{work_id}-x{n}", work_id=work_id, attempt=n, executor=executor)
+        )
+
+    return transact(run)
+
+
+def finish(
+    execution_id: str,
+    *,
+    state: ExecutionState = ExecutionState.COMPLETED,
+    work_state: WorkState | None = None,
+    message: str = "",
+    artifacts: Sequence[ArtifactRef] = (),
+) -> Execution:
+    """End an attempt with its outcome; move its Work to ``work_state`` if given."""
+    kind = {
+        ExecutionState.COMPLETED: OutcomeKind.COMPLETED,
+        ExecutionState.FAILED: OutcomeKind.FAILED,
+        ExecutionState.HANDOFF: OutcomeKind.HANDOFF,
+    }[state]
+
+    def run(tx: Tx) -> Execution:
+        x = tx.execution(execution_id)
+        done = tx.put_execution(
+            replace(x, state=state, outcome=Outcome(kind, message), artifacts=tuple(artifacts))
+        )
+        if work_state is not None:
+            tx.put_work(replace(tx.work(x.work_id), state=work_state))
+        return done
+
+    return transact(run)
+
+
+def completed(work_id: str, **kw: object) -> Work:
+    work(work_id, **kw)  # type: ignore[arg-type]
+    x = start(work_id)
+    finish(x.id, work_state=WorkState.COMPLETED)
+    return transact(lambda tx: tx.work(work_id))
+
+
+def exhausted(work_id: str, **kw: object) -> Work:
+    """A failed attempt with retries exhausted: nonterminal ready Work, no live attempt
+    (what an operator retry is for)."""
+    work(work_id, **kw)  # type: ignore[arg-type]
+    x = start(work_id)
+    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message="boom")
+    return transact(lambda tx: tx.work(work_id))
+
+
+def failed(work_id: str, **kw: object) -> Work:
+    """Explicitly terminal failed Work."""
+    work(work_id, **kw)  # type: ignore[arg-type]
+    x = start(work_id)
+    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.FAILED, message="fatal")
+    return transact(lambda tx: tx.work(work_id))
+
+
+def running(work_id: str, *, lease: float = 30, **kw: object) -> Execution:
+    work(work_id, **kw)  # type: ignore[arg-type]
+    return start(work_id, lease=lease)
+
+
+def event(
+    event_id: str,
+    *,
+    source: str = "github",
+    type: str = "push.received",
+    work_id: str = "",
+    causation: str = "",
+    scope_id: str = "",
+    data: dict[str, object] | None = None,
+    route: str = "",
+) -> StoredEvent:
+    def run(tx: Tx) -> StoredEvent:
+        tx.accept_event(
+            Event(
+                id=event_id,
+                source=source,
+                delivery_id=f"d-{event_id}",
+                type=type,
+                work_id=work_id,
+                causation_id=causation,
+                payload=Payload("test.payload", json.dumps(data).encode()) if data else None,
+            )
+        )
+        if scope_id:
+            tx.set_event_scope(event_id, scope_id)
+        if route:
+            tx.mark_routed(event_id, work_id, route)
+        return tx.event(event_id)
+
+    return transact(run)
+
+
+def timer(
+    timer_id: str, *, work_id: str = "", fire_in: float = 60, purpose: str = "retry"
+) -> Timer:
+    def run(tx: Tx) -> Timer:
+        template = Event(
+            id=f"{timer_id}-fire",
+            source="core.timer",
+            delivery_id=f"{timer_id}-fire",
+            type="timer.fired",
+            work_id=work_id,
+        )
+        return tx.put_timer(
+            Timer(
+                id=timer_id,
+                fire_at=tx.now + seconds(fire_in),
+                template=template,
+                work_id=work_id,
+                purpose=purpose,
+            )
+        )
+
+    return transact(run)
+
+
+def parked(work_id: str, *, timeout_in: float = 3600, **kw: object) -> Wait:
+    """A running attempt parks on a Wait with a timeout Timer; the Work waits."""
+    x = running(work_id, **kw)
+    timer(f"{work_id}-timeout", work_id=work_id, fire_in=timeout_in, purpose="timeout")
+
+    def run(tx: Tx) -> Wait:
+        current = tx.execution(x.id)
+        tx.put_execution(
+            replace(current, state=ExecutionState.PARKED, outcome=Outcome(OutcomeKind.WAITING))
+        )
+        tx.put_work(replace(tx.work(work_id), state=WorkState.WAITING))
+        return tx.put_wait(
+            Wait(
+                id=f"{work_id}-wait",
+                work_id=work_id,
+                execution_id=x.id,
+                types=("approval.granted",),
+                timeout_timer_id=f"{work_id}-timeout",
+                description="waiting for approval",
+            )
+        )
+
+    return transact(run)
+
+
+def publish(data: bytes, media_type: str = "text/plain") -> ArtifactRef:
+    with get_artifacts().create(media_type) as writer:
+        writer.write(data)
+        return writer.commit()

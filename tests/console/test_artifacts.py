@@ -1,0 +1,79 @@
+"""Artifact download: streamed with the reference's type and size, always as an
+attachment; missing content is a clear 404 and the Work page still renders."""
+
+from dataclasses import replace
+
+import pytest
+
+from console.stores import get_artifacts
+from storage import ExecutionState
+from tests.console import factories as f
+from tests.console.conftest import DB
+
+pytestmark = DB
+
+
+@pytest.fixture
+def attached():
+    ref = f.publish(b'{"ok": true, "html": "<b>not rendered</b>"}', "application/json")
+    x = f.running("w1")
+    f.finish(x.id, state=ExecutionState.COMPLETED, artifacts=[ref])
+    return x, ref
+
+
+def test_it_streams_an_attached_artifact_as_a_download(as_bob, attached):
+    x, ref = attached
+
+    response = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
+
+    assert response.status_code == 200
+    assert response.streaming
+    assert b"".join(response.streaming_content) == b'{"ok": true, "html": "<b>not rendered</b>"}'
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Length"] == str(ref.size)
+    assert response["Content-Disposition"] == f'attachment; filename="{ref.id}.json"'
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_it_only_serves_artifacts_attached_to_that_execution(as_bob, attached):
+    _, ref = attached
+    other = f.running("w2")
+
+    response = as_bob.get(f"/executions/{other.id}/artifacts/{ref.id}")
+
+    assert response.status_code == 404
+    assert b"has no artifact" in response.content
+
+
+def test_missing_content_is_a_clear_404_and_the_work_page_still_renders(as_bob, attached):
+    x, ref = attached
+    get_artifacts().delete(ref)
+
+    download = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
+    page = as_bob.get("/works/w1")
+
+    assert download.status_code == 404
+    assert b"Artifact content missing" in download.content
+    assert b"The Execution and its Work are unaffected." in download.content
+    assert page.status_code == 200
+    assert b">missing</span>" in page.content
+
+
+def test_the_work_page_links_each_artifact(as_bob, attached):
+    x, ref = attached
+
+    html = as_bob.get("/works/w1").content.decode()
+
+    assert f'href="/executions/{x.id}/artifacts/{ref.id}"' in html
+    assert "application/json" in html
+
+
+def test_content_that_does_not_match_its_reference_is_not_served(as_bob):
+    ref = f.publish(b"12345", "text/plain")
+    x = f.running("w1")
+    f.finish(x.id, artifacts=[replace(ref, size=99)])
+
+    response = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
+
+    assert response.status_code == 404
+    assert b"differs from the reference" in response.content

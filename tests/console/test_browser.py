@@ -1,0 +1,283 @@
+"""The console in a real browser: Debian's Chromium driven by Playwright.
+
+Playwright's sync API keeps an event loop in this thread, where Django refuses
+database calls unless DJANGO_ALLOW_ASYNC_UNSAFE is set; the seeding helpers run here
+while the live server answers from its own thread, so it is set for this module.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.actions import MANUAL_SOURCE
+from tests.console import factories as f
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT = REPO / "docs" / "screenshot.png"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+TIMEOUT = 15_000  # ms
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, databases=["default", "view"]),
+]
+
+
+@pytest.fixture
+def console_errors() -> list[str]:
+    """Errors the page logged: a CSP violation (inline style, eval, a CDN) lands here."""
+    return []
+
+
+@pytest.fixture
+def browser_page(live_server, alice, console_errors) -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: apt-get install -y chromium "
+            "(or deselect these tests locally with -m 'not browser')"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        context = browser.new_context(
+            viewport={"width": 1440, "height": 900}, accept_downloads=True
+        )
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+        page.on("pageerror", lambda e: console_errors.append(str(e)))
+        yield page
+        context.close()
+        browser.close()
+
+
+def sign_in(page, live_server, next_path: str = "/") -> None:
+    page.goto(f"{live_server.url}{next_path}")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+def seed_fleet() -> None:
+    f.scope("acme", name="Acme Corp")
+    f.scope("acme-eu", parent="acme", name="Acme EU")
+    f.scope("globex", name="Globex")
+    kinds = ["billing.charge", "deploy.service", "sync.crm"]
+    scopes = ["acme", "acme-eu", "globex"]
+    for i in range(36):
+        work_id = f"wrk-{i:03d}"
+        kw = {"kind": kinds[i % 3], "scope_id": scopes[i % 3], "keys": [("github.acme", str(i))]}
+        match i % 6:
+            case 0:
+                f.completed(work_id, **kw)
+            case 1:
+                f.exhausted(work_id, **kw)
+            case 2:
+                f.running(work_id, lease=600, **kw)
+            case 3:
+                f.parked(work_id, **kw)
+            case 4:
+                f.failed(work_id, **kw)
+            case _:
+                f.work(work_id, **kw)
+        f.event(
+            f"ev-{i:03d}",
+            work_id=work_id,
+            source="github.acme",
+            type="push.received",
+            data={"ref": "main", "commit": f"{i:07x}"},
+            route="routed",
+        )
+
+
+def test_an_operator_signs_in_and_htmx_loads_under_the_csp(
+    live_server, browser_page, console_errors
+):
+    page = browser_page
+    page.goto(f"{live_server.url}/")
+
+    assert "/accounts/login/" in page.url
+    sign_in(page, live_server)
+
+    assert page.inner_text("h1") == "Work"
+    assert page.evaluate("typeof window.htmx") == "object"
+    assert page.evaluate("document.documentElement.classList.contains('js')")
+    assert console_errors == []
+
+
+def test_filter_by_a_facet_then_page_forward_and_back(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    f.works_at_once(*[f"bulk-{i:02d}" for i in range(40)], kind="sync.crm")
+    f.work("other", kind="deploy.service")
+    sign_in(page, live_server, "/?size=25")
+    rows = page.locator("td.id a")
+
+    page.locator("#facet-kind a", has_text="sync.crm").click()
+    expect(page).to_have_url(f"{live_server.url}/?kind=sync.crm&size=25")
+    expect(page.locator(".count")).to_contain_text("40 Work match the filter")
+    expect(page.locator("#f-kind")).to_have_value("sync.crm")  # the form swapped out of band
+    expect(rows).to_have_count(25)
+    first_page = rows.all_inner_texts()
+    assert "other" not in first_page
+
+    page.click("a[rel=next]")
+    expect(page).to_have_url(re.compile(r"after=\d+\.bulk-"))
+    expect(rows).to_have_count(15)
+    second_page = rows.all_inner_texts()
+    page.click("a[rel=prev]")
+    expect(page).to_have_url(re.compile(r"before=\d+\.bulk-"))
+    expect(rows).to_have_count(25)
+
+    assert rows.all_inner_texts() == first_page
+    assert sorted(first_page + second_page) == [f"bulk-{i:02d}" for i in range(40)]
+    assert console_errors == []
+
+
+def test_open_a_work_read_its_timeline_cancel_and_retry(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    f.parked("stuck")
+    f.event("hook", work_id="stuck", data={"<b>": "escaped"}, route="routed")
+    f.exhausted("flaky")
+    sign_in(page, live_server, "/?q=stuck")
+
+    expect(page).to_have_url(f"{live_server.url}/works/stuck")
+    payload = page.locator("details.payload").first
+    payload.locator("summary").click()
+    expect(payload.locator("pre")).to_be_visible()
+    expect(payload.locator("pre")).to_contain_text('"<b>": "escaped"')
+
+    page.click("text=Cancel…")
+    expect(page.locator("h1")).to_contain_text("Cancel Work stuck")
+    page.fill("textarea[name=reason]", "stuck since 3am")
+    page.click("button:has-text('Cancel Work')")
+    expect(page.locator(".message")).to_contain_text("Cancelled Work stuck.")
+    expect(page.locator("h1 .badge")).to_have_text("cancelled")
+    expect(page.locator(".why").first).to_contain_text("a terminal Work needs a successor")
+
+    page.goto(f"{live_server.url}/works/flaky")
+    page.click("text=Retry…")
+    page.fill("textarea[name=reason]", "upstream fixed")
+    page.click("button:has-text('Retry Work')")
+    expect(page.locator(".message")).to_contain_text("attempt 2 is pending")
+    expect(page.locator("#attempt-2")).to_contain_text("pending")
+    expect(page.locator(".tl-item").last).to_contain_text(MANUAL_SOURCE)
+    expect(page.locator(".tl-item").last).to_contain_text("operator:alice")
+    assert console_errors == []
+
+
+def test_bulk_retry_a_filtered_set(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    for i in range(3):
+        f.exhausted(f"billing-{i}", kind="billing.charge")
+    f.completed("billing-done", kind="billing.charge")
+    f.exhausted("other-kind", kind="sync.crm")
+    sign_in(page, live_server, "/?kind=billing.charge")
+
+    page.click("button[value=retry-all]")
+    expect(page.locator("h1")).to_contain_text("Retry 3 Work")
+    expect(page.locator(".summary-line")).to_contain_text("3 eligible, 1 excluded")
+    expect(page.locator("text=a terminal Work needs a successor")).to_be_visible()
+    page.fill("textarea[name=reason]", "payment provider back")
+    page.click("button:has-text('Retry 3 Work')")
+
+    expect(page.locator("h1")).to_contain_text("Retry: 3 done, 0 skipped")
+    page.goto(f"{live_server.url}/works/other-kind")
+    expect(page.locator("#attempt-2")).to_have_count(0)
+    assert console_errors == []
+
+
+def test_download_an_artifact(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    ref = f.publish(b"line 1\nline 2\n", "text/plain")
+    x = f.running("with-log")
+    f.finish(x.id, artifacts=[ref])
+    sign_in(page, live_server, "/works/with-log")
+
+    with page.expect_download() as info:
+        page.click(".artifact a")
+    download = info.value
+
+    assert Path(download.path()).read_bytes() == b"line 1\nline 2\n"
+    assert download.suggested_filename == f"{ref.id}.txt"
+    expect(page.locator("h1")).to_contain_text("with-log")
+    assert console_errors == []
+
+
+def test_a_change_by_another_process_appears_without_reloading(
+    live_server, browser_page, console_errors
+):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    f.work("first")
+    sign_in(page, live_server)
+    page.select_option("#poll-every", "2")  # console.js submits the picker
+    expect(page.locator("#workspace")).to_have_attribute("hx-trigger", "every 2s, consolewake")
+    page.evaluate("window.__marker = 'same page'")
+
+    code = textwrap.dedent(
+        """
+        import os, sys
+        sys.path.insert(0, os.getcwd())
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "conduit.settings")
+        import django
+        django.setup()
+        from storage import Guard, Work
+        from storage.orm import OrmStore
+        work = Work(id="from-elsewhere", kind="sync.crm")
+        OrmStore().transact(Guard(), lambda tx: tx.put_work(work))
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    assert process.wait(timeout=60) == 0
+
+    expect(page.locator("#workspace")).to_contain_text("from-elsewhere", timeout=TIMEOUT)
+    assert page.evaluate("window.__marker") == "same page"  # no reload happened
+    expect(page.locator("#live-status")).to_contain_text("live")
+    assert console_errors == []
+
+
+def test_screenshot_of_the_work_list(live_server, browser_page, console_errors, tmp_path):
+    """The README's picture of the Work list with a realistic fleet. Written to
+    docs/screenshot.png only with CONDUIT_UPDATE_SCREENSHOT=1 (`make screenshot`), so an
+    ordinary test run leaves the work tree clean."""
+    page = browser_page
+    seed_fleet()
+    sign_in(page, live_server, "/?size=25")
+    page.select_option("#poll-every", "0")  # a still picture
+    page.wait_for_load_state("networkidle")
+    update = os.environ.get("CONDUIT_UPDATE_SCREENSHOT") == "1"
+    target = SCREENSHOT if update else tmp_path / "screenshot.png"
+    target.parent.mkdir(exist_ok=True)
+
+    page.screenshot(path=str(target), full_page=True)
+
+    assert target.stat().st_size > 10_000
+    assert console_errors == []
