@@ -10,12 +10,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help venv test run lint fmt clean chromium
+.PHONY: help venv test run lint fmt clean chromium screenshot bench
 
 help:
 	@echo "make run    migrate, create the dev operator, serve on http://127.0.0.1:8000/"
 	@echo "make test   ruff, ruff format --check, mypy, manage.py check,"
-	@echo "            makemigrations --check, pytest"
+	@echo "            makemigrations --check, pytest on SQLite, then again on a"
+	@echo "            throwaway PostgreSQL cluster when its binaries are installed"
 	@echo "make lint   ruff and mypy only      make fmt   format and autofix"
 	@echo "make clean  remove .venv, caches and staticfiles (keeps data/)"
 
@@ -50,23 +51,52 @@ chromium:
 		exit 1; \
 	fi
 
+# The whole suite runs twice: on SQLite, then on PostgreSQL in a throwaway cluster
+# (scripts/pg-throwaway.sh) when the server binaries are installed. Tests that prove one
+# engine's own mechanism are marked sqlite_only or postgres_only and deselected on the
+# other engine; everything else (the shared contract cases, the negative controls, the
+# multi-process tests, the console) must pass on both.
 test: venv chromium
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
-	@if [[ -x $(CHROMIUM) ]]; then \
-		echo "$(VENV)/bin/pytest"; \
-		$(VENV)/bin/pytest; \
-	else \
+	@browser=""; \
+	if [[ ! -x $(CHROMIUM) ]]; then \
 		echo "WARNING: $(CHROMIUM) is missing: SKIPPING the browser tests (-m 'not browser')."; \
 		echo "WARNING: install it with: sudo apt-get install -y chromium"; \
-		$(VENV)/bin/pytest -m 'not browser'; \
+		browser=" and not browser"; \
+	fi; \
+	echo "== SQLite: $(VENV)/bin/pytest -m 'not postgres_only$$browser'"; \
+	$(VENV)/bin/pytest -m "not postgres_only$$browser"; \
+	if bin=$$(bash scripts/pg-throwaway.sh bindir); then \
+		echo "== PostgreSQL ($$bin): a throwaway cluster, then pytest -m 'not sqlite_only$$browser'"; \
+		echo "   (sqlite_only tests prove SQLite's own WAL, PRAGMA and file mechanisms)"; \
+		bash scripts/pg-throwaway.sh run bash -c \
+			'$(PY) manage.py migrate --noinput -v 0 && \
+			 $(PY) manage.py makemigrations --check --dry-run && \
+			 $(VENV)/bin/pytest -m "not sqlite_only$$0"' "$$browser"; \
+	elif [[ "$${CI:-}" == "true" ]]; then \
+		echo "error: no PostgreSQL server binaries and CI=true: the PostgreSQL suite must run." >&2; \
+		echo "Install them with: apt-get install -y postgresql (.ci/run does)" >&2; \
+		exit 1; \
+	else \
+		echo "WARNING: no PostgreSQL server binaries (initdb, pg_ctl): the PostgreSQL suite"; \
+		echo "WARNING: did NOT run. Install them with: sudo apt-get install -y postgresql"; \
 	fi
 
 run: venv
 	bash scripts/run.sh
+
+# Retake docs/screenshot.png (the README's picture) with the browser test that draws it.
+screenshot: venv chromium
+	CONDUIT_UPDATE_SCREENSHOT=1 $(VENV)/bin/pytest tests/console/test_browser.py -k screenshot -q
+
+# Benchmarks (bench/README.md): quick sizes, report in bench/report.md; BENCH_FULL=1 for
+# the full sizes, report in bench/RESULTS.md. Figures only: a missed target fails nothing.
+bench: venv
+	BENCH_FULL=$(BENCH_FULL) $(PY) -m bench
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -8,7 +8,9 @@ deployment stops the process at startup instead of changing behaviour quietly.
 import contextlib
 import os
 import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -100,3 +102,90 @@ def _read_secret(path: Path) -> str:
     if not value:
         raise ImproperlyConfigured(f"{path} is empty; delete it to generate a new secret")
     return value
+
+
+# libpq parameters a DATABASE_URL may carry in its query string (`?sslmode=require`).
+# Anything else is a typo or an unsupported feature: fail loudly rather than ignore it.
+_PG_URL_PARAMS = frozenset(
+    {
+        "host",
+        "port",
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+    }
+)
+
+
+@dataclass(frozen=True)
+class PostgresUrl:
+    """The parts of a PostgreSQL URL, as Django's DATABASES entry names them."""
+
+    name: str
+    user: str = ""
+    password: str = field(default="", repr=False)
+    host: str = ""  # a hostname, an IP address, or a unix-socket directory
+    port: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def env_database_url(name: str) -> PostgresUrl | None:
+    """A PostgreSQL URL, or None when the variable is unset or empty.
+
+    Accepted forms: ``postgres://user:pass@host:5432/dbname``, ``postgresql://...``
+    (user, password and names are percent-decoded), and a unix socket as
+    ``postgres:///dbname?host=/run/postgresql`` (or ``%2Frun%2Fpostgresql`` as the
+    host). The query string may carry the libpq parameters in ``_PG_URL_PARAMS``.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+
+    def bad(why: str) -> ImproperlyConfigured:
+        # Never echo the URL itself: it may hold a password.
+        return ImproperlyConfigured(f"{name} {why} (expected postgres://user:pass@host:port/db)")
+
+    url = urlsplit(raw)
+    if url.scheme not in ("postgres", "postgresql"):
+        raise bad(f"must be a postgres:// or postgresql:// URL, not {url.scheme or 'no'} scheme")
+    if url.fragment:
+        raise bad("must not have a #fragment")
+    dbname = unquote(url.path.removeprefix("/"))
+    if not dbname or "/" in dbname:
+        raise bad("must name one database as its path")
+    try:
+        port = url.port
+    except ValueError:
+        raise bad("has a malformed port") from None
+    try:
+        query = parse_qs(url.query, keep_blank_values=True, strict_parsing=bool(url.query))
+    except ValueError:
+        raise bad("has a malformed query string") from None
+    options: dict[str, str] = {}
+    for key, values in query.items():
+        if key not in _PG_URL_PARAMS:
+            raise bad(f"has an unsupported parameter {key!r}")
+        if len(values) != 1:
+            raise bad(f"repeats the parameter {key!r}")
+        options[key] = values[0]
+    # Not url.hostname for names: it lowercases, which would corrupt a percent-encoded
+    # socket directory such as %2Fhome%2FAlice.
+    hostport = url.netloc.rpartition("@")[2]
+    bracketed = hostport.startswith("[")  # an IPv6 address
+    host = (url.hostname or "") if bracketed else unquote(hostport.partition(":")[0])
+    host = options.pop("host", host)
+    port_text = options.pop("port", str(port) if port is not None else "")
+    if port_text and not port_text.isdigit():
+        raise bad("has a malformed port")
+    return PostgresUrl(
+        name=dbname,
+        user=unquote(url.username or ""),
+        password=unquote(url.password or ""),
+        host=host,
+        port=port_text,
+        options=options,
+    )

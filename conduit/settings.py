@@ -8,11 +8,21 @@ CONDUIT_PRODUCTION=true and CONDUIT_SECRET_KEY.
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from conduit.env import env_bool, env_int, env_list, env_path, env_str, read_or_create_secret
+from conduit.env import (
+    PostgresUrl,
+    env_bool,
+    env_database_url,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+    read_or_create_secret,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -99,26 +109,32 @@ TEMPLATES = [
 
 # ---------------------------------------------------------------- database
 #
-# One SQLite file, two aliases. "default" takes the write lock at BEGIN (IMMEDIATE), so
-# a write transaction never fails half-way with SQLITE_BUSY on lock upgrade. "view" is
-# for read-only snapshots: deferred BEGIN never takes the write lock, WAL gives it a
-# consistent snapshot beside a writer, and query_only makes an accidental write fail.
-# Django 6.1 splits init_command on ";" and runs each statement on every new connection.
+# Two aliases on one database. "default" is for writes (storage.transact, Django's own
+# tables); "view" is for read-only snapshots (storage.view), so a page never queues
+# behind a writer. SQLite is the default; DATABASE_URL selects PostgreSQL.
+#
+# SQLite: one file. "default" takes the write lock at BEGIN (IMMEDIATE), so a write
+# transaction never fails half-way with SQLITE_BUSY on lock upgrade. "view" begins
+# deferred, so it never takes the write lock; WAL gives it a consistent snapshot beside a
+# writer, and query_only makes an accidental write fail. Django 6.1 splits init_command
+# on ";" and runs each statement on every new connection.
+#
+# PostgreSQL: "default" begins SERIALIZABLE; storage.orm also serialises its writers
+# with an advisory lock taken before BEGIN (OrmStore._writers_serialised says why).
+# "view" begins REPEATABLE READ with default_transaction_read_only=on: one snapshot per
+# View that never waits for a writer, and the server refuses writes as a second line
+# behind ReadOnly.
 
-if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
-    raise ImproperlyConfigured("PostgreSQL support is not implemented yet (issue 8)")
-if os.environ.get("DATABASE_URL"):
-    raise ImproperlyConfigured(
-        "DATABASE_URL is reserved for PostgreSQL (not implemented yet, issue 8); "
-        "use CONDUIT_SQLITE_PATH to place the SQLite file"
-    )
+# Lowercase, so it is no setting: Django's debug page would show its password.
+_database_url = env_database_url("DATABASE_URL")
+POSTGRES = _database_url is not None
 
 _SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
     "PRAGMA busy_timeout=30000; PRAGMA foreign_keys=ON;"
 )
 
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         # Under test every process, including ones the tests start, opens the test file,
@@ -142,6 +158,68 @@ DATABASES = {
         "TEST": {"MIRROR": "default"},
     },
 }
+
+if _database_url is not None:
+    try:
+        from psycopg import IsolationLevel
+    except ImportError:
+        raise ImproperlyConfigured(
+            "DATABASE_URL selects PostgreSQL, which needs psycopg 3: pip install -e '.[postgres]'"
+        ) from None
+
+    # Like the SQLite test file: one test database per pytest process, exported so that
+    # processes the tests start use it too; tests never touch the configured database.
+    if TESTING and "CONDUIT_TEST_DATABASE" not in os.environ:
+        os.environ["CONDUIT_TEST_DATABASE"] = f"test_{_database_url.name}_{os.getpid()}"[:63]
+    TEST_DATABASE = os.environ.get("CONDUIT_TEST_DATABASE", f"test_{_database_url.name}")
+
+    # Pooling (psycopg_pool, per process and alias): gunicorn's gthread workers keep
+    # their connections across requests instead of connecting (a server fork, several
+    # ms) for each one, and threads share at most this many. 0 turns the pool off for
+    # persistent per-thread connections (for a pooler such as PgBouncer in front).
+    DB_POOL_SIZE = env_int("CONDUIT_DB_POOL_SIZE", 8)
+    if DB_POOL_SIZE < 0:
+        raise ImproperlyConfigured(f"CONDUIT_DB_POOL_SIZE must be >= 0, got {DB_POOL_SIZE}")
+
+    def _postgres(url: PostgresUrl, isolation: IsolationLevel, options: str) -> dict[str, Any]:
+        driver_options: dict[str, Any] = {
+            **url.options,
+            "isolation_level": isolation,
+            "options": options,  # server settings for the session, as -c name=value
+        }
+        if DB_POOL_SIZE:
+            # min 1: an idle worker holds one connection per alias; timeout: how long a
+            # thread waits for a free connection before the request fails.
+            driver_options["pool"] = {"min_size": 1, "max_size": DB_POOL_SIZE, "timeout": 10}
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": TEST_DATABASE if TESTING else url.name,
+            "USER": url.user,
+            "PASSWORD": url.password,
+            "HOST": url.host,
+            "PORT": url.port,
+            "OPTIONS": driver_options,
+            # The pool keeps connections; without it, keep each thread's for a minute
+            # and check it before reuse, since the server may have closed it meanwhile.
+            "CONN_MAX_AGE": 0 if DB_POOL_SIZE else 60,
+            "CONN_HEALTH_CHECKS": not DB_POOL_SIZE,
+        }
+
+    DATABASES = {
+        # lock_timeout bounds the wait for the writers' lock like SQLite's busy timeout;
+        # synchronous_commit=on: transact returns after a durable commit even when the
+        # server's default was relaxed.
+        "default": _postgres(
+            _database_url,
+            IsolationLevel.SERIALIZABLE,
+            "-c lock_timeout=30s -c synchronous_commit=on",
+        )
+        | {"TEST": {"NAME": TEST_DATABASE}},
+        "view": _postgres(
+            _database_url, IsolationLevel.REPEATABLE_READ, "-c default_transaction_read_only=on"
+        )
+        | {"TEST": {"MIRROR": "default"}},
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

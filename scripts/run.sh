@@ -32,7 +32,8 @@ else
     echo "No simulate command yet: serving without simulated traffic"
 fi
 
-# gthread workers: SQLite serialises writes anyway, threads keep idle memory low.
+# gthread workers: SQLite serialises writes anyway, threads keep idle memory low. With
+# DATABASE_URL (PostgreSQL) each worker's threads share its connection pool.
 # Extra gunicorn flags can be passed through GUNICORN_CMD_ARGS.
 .venv/bin/gunicorn conduit.wsgi \
     --bind "$BIND" \

@@ -100,6 +100,9 @@ class BaseTx(ABC):
         # Set by the first write call; commits of dirty transactions bump the store
         # version that lets the console answer "unchanged" without reading records.
         self.dirty = False
+        # False when the Guard carries a lease: executor transactions may not use the
+        # control-plane-only operations (revoke_lease).
+        self.trusted = True
 
     # -- transaction plumbing ------------------------------------------------------
     @property
@@ -525,16 +528,20 @@ class BaseTx(ABC):
         self._writable()
         x = execution
         validate.require_id(x.id, "Execution ID")
+        current = self._get("execution", x.id)
+        if x.revision != 0:
+            # Same order as every update: NotFound, then revision, then the rules.
+            if current is None:
+                raise NotFound(f"Execution {x.id!r} does not exist")
+            if x.revision != current.revision:
+                raise Conflict(
+                    f"Execution {x.id} is at revision {current.revision}, not {x.revision}"
+                )
         state = lifecycle.execution_state(x.state)
         self._check_outcome(state, x.outcome)
         self._check_attachments(x.binding, x.artifacts)
-        current = self._get("execution", x.id)
-        if x.revision == 0:
+        if current is None or x.revision == 0:
             return self._create_execution(x, current)
-        if current is None:
-            raise NotFound(f"Execution {x.id!r} does not exist")
-        if x.revision != current.revision:
-            raise Conflict(f"Execution {x.id} is at revision {current.revision}, not {x.revision}")
         if current.terminal:
             raise Invalid(f"Execution {x.id} is {current.state}; terminal records are immutable")
         if (x.work_id, x.attempt, x.binding) != (current.work_id, current.attempt, current.binding):
@@ -668,6 +675,25 @@ class BaseTx(ABC):
         x = self.verify_lease(lease)
         stored = replace(
             x, owner="", lease_expires_at=0, revision=x.revision + 1, updated_at=self._now
+        )
+        self._put("execution", stored, create=False)
+        return stored
+
+    def revoke_lease(self, execution_id: str) -> Execution:
+        """Control plane only: end a running attempt's lease now (expiry = Guard.now,
+        already expired since expiry is exclusive). Owner and epoch stay, so the old
+        holder is fenced and a later claim recovers the attempt with a higher epoch.
+        Restore uses it to fence every restored lease before any executor commits."""
+        self._writable()
+        if not self.trusted:
+            raise Fenced("revoke_lease needs control-plane authority (no lease in the Guard)")
+        x = self._require_execution(execution_id)
+        if x.state is not ExecutionState.RUNNING or not x.owner:
+            return x
+        if x.lease_expires_at <= self._now:
+            return x
+        stored = replace(
+            x, lease_expires_at=self._now, revision=x.revision + 1, updated_at=self._now
         )
         self._put("execution", stored, create=False)
         return stored

@@ -272,6 +272,7 @@ class MemoryStore:
                 tx = self.tx_class(working, now, read_only=False)
                 try:
                     if guard.lease is not None:
+                        tx.trusted = False
                         tx.verify_lease(guard.lease)
                     result = callback(tx)
                     tx.before_commit()

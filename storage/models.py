@@ -9,11 +9,33 @@ Times are integer UTC nanoseconds.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 
 LIVE_WORK = ("ready", "running", "waiting")
 LIVE_EXECUTION = ("pending", "running", "parked")
+
+
+class BinaryCharField(models.CharField):  # type: ignore[type-arg]
+    """A CharField compared and sorted in binary (code point) order on every engine.
+
+    Records list by ID, keyset pages break time ties by ID and ``kv_list`` range-scans
+    keys: all assume binary order, as SQLite (BINARY) and the reference double (Python
+    ``str``) compare. A PostgreSQL database's default collation is usually linguistic
+    (en_US sorts "a" before "B"; glibc's also skips punctuation at first), so there
+    the column gets COLLATE "C",
+    which compares UTF-8 bytes: code point order. SQLite has no collation named "C",
+    hence a field rather than ``db_collation``; the migration is the same on both.
+    """
+
+    def db_parameters(self, connection: BaseDatabaseWrapper) -> dict[str, Any]:
+        params = super().db_parameters(connection)
+        if connection.vendor == "postgresql":
+            params["collation"] = "C"
+        return params
 
 
 class _Row(models.Model):
@@ -33,7 +55,7 @@ class MetaRow(_Row):
 
 
 class WorkRow(_Row):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = BinaryCharField(primary_key=True, max_length=255)
     kind = models.CharField(max_length=200)
     scope_id = models.CharField(max_length=255)
     parent_id = models.CharField(max_length=255)
@@ -111,7 +133,7 @@ class EventRow(_Row):
 
 
 class ExecutionRow(_Row):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = BinaryCharField(primary_key=True, max_length=255)
     work_id = models.CharField(max_length=255)
     attempt = models.IntegerField()
     state = models.CharField(max_length=16)
@@ -132,7 +154,7 @@ class ExecutionRow(_Row):
 
 
 class ScopeRow(_Row):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = BinaryCharField(primary_key=True, max_length=255)
     parent_id = models.CharField(max_length=255, db_index=True)
     data = models.TextField()
 
@@ -141,7 +163,7 @@ class ScopeRow(_Row):
 
 
 class TimerRow(_Row):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = BinaryCharField(primary_key=True, max_length=255)
     # A deleted timer keeps its row (live=False) as the revision tombstone, so a
     # recreated timer continues above it and an old fire command cannot match.
     live = models.BooleanField()
@@ -159,7 +181,7 @@ class TimerRow(_Row):
 
 
 class WaitRow(_Row):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = BinaryCharField(primary_key=True, max_length=255)
     work_id = models.CharField(max_length=255)
     execution_id = models.CharField(max_length=255)
     state = models.CharField(max_length=16)
@@ -175,7 +197,7 @@ class WaitRow(_Row):
 
 class KVRow(_Row):
     namespace = models.CharField(max_length=255)
-    key = models.CharField(max_length=1024)
+    key = BinaryCharField(max_length=1024)
     value = models.BinaryField()
 
     class Meta:

@@ -27,6 +27,7 @@ _WRITES = frozenset(
         "renew",
         "release",
         "set_execution_executor",
+        "revoke_lease",
         "put_scope",
         "put_timer",
         "delete_timer",

@@ -6,10 +6,80 @@ same settings to processes that tests start, which do not import pytest.
 """
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
 os.environ["CONDUIT_TESTING"] = "1"
+
+# Tests that prove one engine's mechanism carry its marker; on the other engine they are
+# deselected (reported in the header and the summary), never skipped: the guarantee
+# they prove belongs to that engine alone.
+ENGINE_MARKERS = {"sqlite": "sqlite_only", "postgresql": "postgres_only"}
+
+
+def _engine() -> str:
+    from django.conf import settings
+
+    return "postgresql" if settings.POSTGRES else "sqlite"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from django.conf import settings
+
+    if settings.POSTGRES:
+        return (
+            f"database: PostgreSQL, test database {settings.TEST_DATABASE} "
+            "(DATABASE_URL); sqlite_only tests are deselected"
+        )
+    return "database: SQLite (set DATABASE_URL for PostgreSQL); postgres_only tests are deselected"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    engine = _engine()
+    other = {marker for name, marker in ENGINE_MARKERS.items() if name != engine}
+    keep, drop = [], []
+    for item in items:
+        (drop if any(item.get_closest_marker(m) for m in other) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: object) -> Iterator[None]:
+    """pytest-django's database setup, plus: close every alias's connection pool before
+    the test database is dropped. Django closes only the default alias's pool; the
+    "view" mirror's pooled sessions would keep PostgreSQL from dropping the database."""
+    yield
+    from django.db import connections
+
+    for conn in connections.all():
+        conn.close()
+        close_pool = getattr(conn, "close_pool", None)
+        if close_pool is not None:
+            close_pool()
+    if connections["default"].vendor == "postgresql":
+        _end_other_sessions(connections["default"].settings_dict)
+
+
+def _end_other_sessions(settings_dict: dict[str, object]) -> None:
+    """End the sessions a test thread left open (a pool closes only the connections
+    returned to it), so that DROP DATABASE does not fail on "being accessed"."""
+    import psycopg
+
+    params = {
+        "dbname": settings_dict["NAME"],
+        "user": settings_dict["USER"],
+        "password": settings_dict["PASSWORD"],
+        "host": settings_dict["HOST"],
+        "port": settings_dict["PORT"],
+    }
+    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import OperationalError, connections, transaction
+from django.db import InternalError, OperationalError, connections, transaction
 
 from conduit.env import env_bool, env_int, env_list, env_path, read_or_create_secret
 
@@ -17,6 +17,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------- SQLite connections
 
 both_aliases = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+sqlite_only = pytest.mark.sqlite_only
+postgres_only = pytest.mark.postgres_only
 
 
 def pragma(alias: str, name: str) -> object:
@@ -25,6 +27,7 @@ def pragma(alias: str, name: str) -> object:
         return cursor.fetchone()[0]
 
 
+@sqlite_only
 @both_aliases
 @pytest.mark.parametrize("alias", ["default", "view"])
 def test_every_connection_has_wal_full_sync_and_busy_timeout(alias):
@@ -36,6 +39,7 @@ def test_every_connection_has_wal_full_sync_and_busy_timeout(alias):
     assert pragma(alias, "foreign_keys") == 1
 
 
+@sqlite_only
 @both_aliases
 def test_both_aliases_open_the_same_file_and_only_view_is_query_only():
     assert connections["default"].settings_dict["NAME"] == connections["view"].settings_dict["NAME"]
@@ -43,6 +47,7 @@ def test_both_aliases_open_the_same_file_and_only_view_is_query_only():
     assert pragma("view", "query_only") == 1
 
 
+@sqlite_only
 @both_aliases
 def test_default_begins_immediate_and_view_begins_deferred():
     connections["default"].ensure_connection()
@@ -52,12 +57,14 @@ def test_default_begins_immediate_and_view_begins_deferred():
     assert connections["view"].transaction_mode is None
 
 
+@sqlite_only
 @both_aliases
 def test_it_refuses_writes_through_the_view_alias():
     with pytest.raises(OperationalError, match="readonly"), connections["view"].cursor() as c:
         c.execute("CREATE TABLE must_not_exist (x INTEGER)")
 
 
+@sqlite_only
 @both_aliases
 def test_a_view_snapshot_does_not_block_a_writer():
     with connections["default"].cursor() as c:
@@ -79,6 +86,7 @@ def test_a_view_snapshot_does_not_block_a_writer():
         assert reader.fetchone()[0] == 2
 
 
+@sqlite_only
 def test_tests_use_a_test_database_file_in_the_data_dir():
     test_path = settings.DATABASES["default"]["TEST"]["NAME"]
 
@@ -264,9 +272,162 @@ def test_allowed_hosts_come_from_a_comma_list(tmp_path):
     assert values["ALLOWED_HOSTS"] == ["console.example", "10.0.0.5"]
 
 
-@pytest.mark.parametrize("url", ["postgres://u@db/conduit", "postgresql://u@db/conduit"])
-def test_postgresql_is_not_implemented_yet(tmp_path, url):
-    result = load_settings(tmp_path, DATABASE_URL=url)
+def database_settings(tmp_path: Path, url: str, **env: str) -> dict[str, object]:
+    """DATABASES["default"] as a fresh process reads it with DATABASE_URL=url."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CONDUIT_", "CONSOLE_")) and k != "DATABASE_URL"
+    }
+    clean |= {"CONDUIT_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "conduit.settings"}
+    clean |= {"DATABASE_URL": url, **env}
+    code = (
+        "import json; from django.conf import settings as s; d = s.DATABASES;"
+        " print(json.dumps({a: {k: d[a][k] for k in ['ENGINE', 'NAME', 'USER', 'PASSWORD',"
+        " 'HOST', 'PORT', 'OPTIONS', 'CONN_MAX_AGE', 'TEST']} for a in d}, default=str))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=BASE_DIR,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    values: dict[str, object] = json.loads(result.stdout)
+    return values
+
+
+def test_database_url_selects_postgresql_for_both_aliases(tmp_path):
+    from psycopg import IsolationLevel  # the dev extra installs it
+
+    dbs = database_settings(tmp_path, "postgres://conduit:s%40cret@db.example:6543/conduit")
+
+    for alias in ("default", "view"):
+        db = dbs[alias]
+        assert db["ENGINE"] == "django.db.backends.postgresql"
+        assert (db["NAME"], db["USER"], db["PASSWORD"]) == ("conduit", "conduit", "s@cret")
+        assert (db["HOST"], db["PORT"]) == ("db.example", "6543")
+    default, view = dbs["default"]["OPTIONS"], dbs["view"]["OPTIONS"]
+    assert default["isolation_level"] == IsolationLevel.SERIALIZABLE
+    assert "synchronous_commit=on" in default["options"]
+    assert "lock_timeout=30s" in default["options"]
+    assert view["isolation_level"] == IsolationLevel.REPEATABLE_READ
+    assert "default_transaction_read_only=on" in view["options"]
+    assert dbs["view"]["TEST"] == {"MIRROR": "default"}
+    assert default["pool"]["max_size"] == 8
+    assert dbs["default"]["CONN_MAX_AGE"] == 0  # the pool keeps connections
+
+
+def test_database_url_takes_a_unix_socket_and_libpq_parameters(tmp_path):
+    dbs = database_settings(
+        tmp_path, "postgresql:///conduit?host=/run/postgresql&sslmode=disable&port=5433"
+    )
+
+    db = dbs["default"]
+    assert (db["NAME"], db["HOST"], db["PORT"], db["USER"]) == (
+        "conduit",
+        "/run/postgresql",
+        "5433",
+        "",
+    )
+    assert db["OPTIONS"]["sslmode"] == "disable"
+
+
+def test_pooling_can_be_turned_off_for_persistent_connections(tmp_path):
+    dbs = database_settings(tmp_path, "postgres://u@db/conduit", CONDUIT_DB_POOL_SIZE="0")
+
+    assert "pool" not in dbs["default"]["OPTIONS"]
+    assert dbs["default"]["CONN_MAX_AGE"] == 60
+
+
+def test_tests_never_use_the_configured_postgresql_database(tmp_path):
+    dbs = database_settings(
+        tmp_path, "postgres://u@db/conduit", CONDUIT_TESTING="1", CONDUIT_TEST_DATABASE="test_x"
+    )
+
+    assert dbs["default"]["NAME"] == dbs["view"]["NAME"] == "test_x"
+    assert dbs["default"]["TEST"] == {"NAME": "test_x"}
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite:///data/conduit.sqlite3", "must be a postgres:// or postgresql:// URL"),
+        ("postgres://db.example", "must name one database"),
+        ("postgres://db.example:port/conduit", "malformed port"),
+        ("postgres://db.example/conduit?pool=1", "unsupported parameter 'pool'"),
+    ],
+)
+def test_a_malformed_database_url_stops_startup_without_echoing_it(tmp_path, url, message):
+    result = load_settings(tmp_path, DATABASE_URL=url.replace("//", "//u:hunter2@", 1))
 
     assert result.returncode != 0
-    assert "PostgreSQL support is not implemented yet (issue 8)" in result.stderr
+    assert "DATABASE_URL" in result.stderr
+    assert message in result.stderr
+    assert "hunter2" not in result.stderr
+
+
+# ---------------------------------------------------------------- PostgreSQL connections
+
+
+def setting(alias: str, name: str) -> str:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s)", [name])
+        value: str = cursor.fetchone()[0]
+        return value
+
+
+@postgres_only
+@both_aliases
+def test_writes_begin_serializable_and_views_repeatable_read_read_only():
+    with transaction.atomic(using="default"):
+        assert setting("default", "transaction_isolation") == "serializable"
+        assert setting("default", "transaction_read_only") == "off"
+        assert setting("default", "synchronous_commit") == "on"
+        assert setting("default", "lock_timeout") == "30s"
+    with transaction.atomic(using="view"):
+        assert setting("view", "transaction_isolation") == "repeatable read"
+        assert setting("view", "transaction_read_only") == "on"
+
+
+@postgres_only
+@both_aliases
+def test_the_server_refuses_writes_through_the_view_alias():
+    with (
+        pytest.raises(InternalError, match="read-only transaction"),
+        connections["view"].cursor() as c,
+    ):
+        c.execute("CREATE TABLE must_not_exist (x INTEGER)")
+
+
+@postgres_only
+@both_aliases
+def test_a_postgresql_view_snapshot_does_not_block_a_writer():
+    with connections["default"].cursor() as c:
+        c.execute("CREATE TABLE snap (x INTEGER)")
+        c.execute("INSERT INTO snap VALUES (1)")
+
+    with transaction.atomic(using="view"), connections["view"].cursor() as reader:
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 1
+        with transaction.atomic(using="default"), connections["default"].cursor() as c:
+            c.execute("INSERT INTO snap VALUES (2)")
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 1  # REPEATABLE READ: the View's snapshot
+
+    with connections["view"].cursor() as reader:
+        reader.execute("SELECT count(*) FROM snap")
+        assert reader.fetchone()[0] == 2
+
+
+@postgres_only
+def test_tests_use_a_test_database_of_their_own():
+    name = settings.DATABASES["default"]["TEST"]["NAME"]
+
+    assert name == settings.TEST_DATABASE == os.environ["CONDUIT_TEST_DATABASE"]
+    assert name.startswith("test_")
+    assert settings.DATABASES["view"]["TEST"]["MIRROR"] == "default"
+    assert settings.DATABASES["view"]["NAME"] == settings.DATABASES["default"]["NAME"] == name

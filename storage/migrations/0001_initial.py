@@ -4,6 +4,12 @@ from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
+import storage.models
+
+# Edited in place for issue 8 (not a new migration): the ID and KV key columns became
+# storage.models.BinaryCharField, which adds COLLATE "C" on PostgreSQL only. SQLite's
+# schema is unchanged by it, and no PostgreSQL database could exist before issue 8.
+
 
 def record_schema(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     # The coordination schema version is recorded when the database is created
@@ -33,7 +39,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ScopeRow",
             fields=[
-                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "id",
+                    storage.models.BinaryCharField(
+                        max_length=255, primary_key=True, serialize=False
+                    ),
+                ),
                 ("parent_id", models.CharField(db_index=True, max_length=255)),
                 ("data", models.TextField()),
             ],
@@ -79,7 +90,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ExecutionRow",
             fields=[
-                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "id",
+                    storage.models.BinaryCharField(
+                        max_length=255, primary_key=True, serialize=False
+                    ),
+                ),
                 ("work_id", models.CharField(max_length=255)),
                 ("attempt", models.IntegerField()),
                 ("state", models.CharField(max_length=16)),
@@ -132,7 +148,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("namespace", models.CharField(max_length=255)),
-                ("key", models.CharField(max_length=1024)),
+                ("key", storage.models.BinaryCharField(max_length=1024)),
                 ("value", models.BinaryField()),
             ],
             options={
@@ -145,7 +161,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="TimerRow",
             fields=[
-                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "id",
+                    storage.models.BinaryCharField(
+                        max_length=255, primary_key=True, serialize=False
+                    ),
+                ),
                 ("live", models.BooleanField()),
                 ("revision", models.BigIntegerField()),
                 ("fire_ns", models.BigIntegerField()),
@@ -171,7 +192,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="WaitRow",
             fields=[
-                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "id",
+                    storage.models.BinaryCharField(
+                        max_length=255, primary_key=True, serialize=False
+                    ),
+                ),
                 ("work_id", models.CharField(max_length=255)),
                 ("execution_id", models.CharField(max_length=255)),
                 ("state", models.CharField(max_length=16)),
@@ -190,7 +216,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="WorkRow",
             fields=[
-                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "id",
+                    storage.models.BinaryCharField(
+                        max_length=255, primary_key=True, serialize=False
+                    ),
+                ),
                 ("kind", models.CharField(max_length=200)),
                 ("scope_id", models.CharField(max_length=255)),
                 ("parent_id", models.CharField(max_length=255)),

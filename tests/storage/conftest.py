@@ -1,10 +1,10 @@
 """Fixtures of the storage suite: a fake clock and one fresh store per backend.
 
 ``store`` runs each test once on the reference double ("memory") and once on the
-Django ORM backend over the SQLite test database ("sqlite"). The ORM needs a real
-transaction per test (``transaction=True``): the cases commit, open Views on the
-``view`` alias and use threads, none of which work inside pytest-django's wrapping
-transaction.
+Django ORM backend over the test database ("sqlite", or "postgresql" when DATABASE_URL
+selects PostgreSQL). The ORM needs a real transaction per test (``transaction=True``):
+the cases commit, open Views on the ``view`` alias and use threads, none of which work
+inside pytest-django's wrapping transaction.
 """
 
 from __future__ import annotations
@@ -12,15 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.conf import settings
 
 from storage import Store
 
 from .support import FakeClock
 
+# The ORM backend's ID names the engine the settings select: "sqlite" by default,
+# "postgresql" when DATABASE_URL names one (test IDs read test_case[postgresql-...]).
+ORM = "postgresql" if settings.POSTGRES else "sqlite"
+
 BACKENDS = [
     "memory",
     pytest.param(
-        "sqlite",
+        ORM,
         marks=pytest.mark.django_db(transaction=True, databases=["default", "view"]),
     ),
 ]

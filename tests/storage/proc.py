@@ -1,9 +1,10 @@
 """Run storage code in another OS process against the test database.
 
 The child imports Django with the same settings; ``conduit.settings`` exports the test
-database path (``CONDUIT_TEST_SQLITE_PATH``), so the child opens the very file the test
-process is using. Children coordinate with the parent through files in ``tmp_path``,
-never through sleeps alone.
+database (``CONDUIT_TEST_SQLITE_PATH``, or ``CONDUIT_TEST_DATABASE`` with the
+``DATABASE_URL`` on PostgreSQL), so the child opens the very database the test process
+is using. Children coordinate with the parent through files in ``tmp_path``, never
+through sleeps alone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "conduit.settings")
 django.setup()
 from storage import *
 from storage.orm import OrmStore
+
+
+def start_line(ready, go):
+    # Say "imported and ready", then wait for the parent's start signal.
+    Path(ready).touch()
+    while not Path(go).exists():
+        time.sleep(0.001)
 """
 
 
@@ -49,6 +57,14 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"child never created {path}")
         time.sleep(0.01)
+
+
+def release(ready: list[Path], go: Path, timeout: float = 60.0) -> None:
+    """Wait until every child is ready (Django imported, store open), then start them
+    all at once, so they really compete."""
+    for path in ready:
+        wait_for(path, timeout)
+    go.touch()
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:

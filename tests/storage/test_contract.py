@@ -1,4 +1,4 @@
-"""The shared storage contract suite: every case of ``cases.py`` on every backend.
+"""The shared storage contract suite: every case of the ``cases`` package on every backend.
 
 Test IDs read ``test_case[<backend>-<case>]``, e.g. ``test_case[sqlite-revisions]``.
 """

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
+from django.db import connections
 
 from storage import Guard, Nanos, StoredEvent
 from storage.core import TxScope
@@ -68,6 +69,17 @@ class WritingViewStore(MemoryStore):
             finally:
                 tx.close()
                 self.commit(working)
+
+
+class DeferrableViewStore(OrmStore):
+    """On PostgreSQL: a View that begins SERIALIZABLE READ ONLY DEFERRABLE, the setting
+    checklist resolution 8 rules out: it waits for a snapshot no open serializable
+    writer can disturb, i.e. until the open writers finish."""
+
+    def _pin_snapshot(self) -> None:
+        with connections[self.view_using].cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY, DEFERRABLE")
+        super()._pin_snapshot()
 
 
 class WriterAliasViewStore(OrmStore):
@@ -133,10 +145,17 @@ def test_the_same_cases_pass_on_the_reference_double(case: str) -> None:
     run_case(case, MemoryStore(clock=clock), clock)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True, databases=["default", "view"])
 def test_the_view_case_catches_a_sqlite_view_on_the_writer_connection() -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
-        run_case(
-            "view_reads_committed_state_alongside_writes", WriterAliasViewStore(clock), clock
-        )
+        run_case("view_reads_committed_state_alongside_writes", WriterAliasViewStore(clock), clock)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True, databases=["default", "view"])
+def test_the_view_case_catches_a_serializable_deferrable_postgresql_view() -> None:
+    clock = FakeClock()
+    with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
+        run_case("view_reads_committed_state_alongside_writes", DeferrableViewStore(clock), clock)

@@ -1,0 +1,138 @@
+"""Namespaced KV (checklist §19, KV)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import cast
+
+from storage import KV_VALUE_LIMIT, Fenced, Invalid, NotFound, Store, Tx
+
+from ..support import Crash, FakeClock, crashes, fails, ids, make_event, start_attempt, tx
+
+# ---------------------------------------------------------------------------------
+# 19. Namespaced KV (KV)
+# ---------------------------------------------------------------------------------
+
+
+def case_kv_basics(store: Store, clock: FakeClock) -> None:
+    """KV-01, KV-02 (resolution): get/put/delete scoped by namespace; empty
+    namespace or key is Invalid; get of an absent key is NotFound; delete of an
+    absent key is fine."""
+    tx(store, lambda t: [t.kv_put("ns", "k", b"one"), t.kv_put("other", "k", b"two")])
+    got = tx(store, lambda t: (t.kv_get("ns", "k"), t.kv_get("other", "k")))
+    assert got == (b"one", b"two"), f"KV-01: namespaces are not separate: {got}"
+    tx(store, lambda t: t.kv_put("ns", "k", b"three"))
+    assert tx(store, lambda t: t.kv_get("ns", "k")) == b"three", "KV-01: put did not overwrite"
+    tx(store, lambda t: t.kv_delete("ns", "k"))
+    fails(store, NotFound, lambda t: t.kv_get("ns", "k"), "KV-02 get after delete")
+    tx(store, lambda t: t.kv_delete("ns", "k"))
+    tx(store, lambda t: t.kv_delete("never", "there"))
+    for what, op in [
+        ("put empty namespace", lambda t: t.kv_put("", "k", b"v")),
+        ("put empty key", lambda t: t.kv_put("ns", "", b"v")),
+        ("get empty namespace", lambda t: t.kv_get("", "k")),
+        ("get empty key", lambda t: t.kv_get("ns", "")),
+        ("delete empty key", lambda t: t.kv_delete("ns", "")),
+        ("list empty namespace", lambda t: t.kv_list("")),
+    ]:
+        fails(store, Invalid, op, f"KV-01 {what}")
+    assert tx(store, lambda t: t.kv_get("other", "k")) == b"two", "KV-01: other namespace lost"
+
+
+def case_kv_list_prefix(store: Store, clock: FakeClock) -> None:
+    """KV-03: list by prefix returns only that namespace's keys with the prefix,
+    sorted by key."""
+
+    def fill(t: Tx) -> None:
+        for k in ("cursor/b", "obs/2", "cursor/a", "obs/10", "cursor", "cursorx"):
+            t.kv_put("recon", k, k.encode())
+        t.kv_put("recon-other", "cursor/c", b"x")
+
+    tx(store, fill)
+    lists = tx(store, lambda t: (t.kv_list("recon", "cursor/"), t.kv_list("recon")))
+    assert lists[0] == [("cursor/a", b"cursor/a"), ("cursor/b", b"cursor/b")], (
+        f"KV-03: prefix listing returned {lists[0]}"
+    )
+    assert [k for k, _ in lists[1]] == [
+        "cursor",
+        "cursor/a",
+        "cursor/b",
+        "cursorx",
+        "obs/10",
+        "obs/2",
+    ], f"KV-03: full listing is not sorted by key: {lists[1]}"
+    assert tx(store, lambda t: t.kv_list("empty-ns")) == [], "KV-03: unknown namespace not empty"
+
+
+def case_kv_joins_transaction(store: Store, clock: FakeClock) -> None:
+    """KV-05, L-08: KV writes roll back with their transaction, and executor KV
+    writes are fenced by the lease."""
+    tx(store, lambda t: t.kv_put("ns", "k", b"v1"))
+
+    def write_then_fail(t: Tx) -> None:
+        t.kv_put("ns", "k", b"v2")
+        t.kv_put("ns", "k2", b"new")
+        t.kv_delete("ns", "k")
+        raise Crash("failure after KV writes")
+
+    crashes(store, write_then_fail, "KV-05 failure after KV writes")
+    assert tx(store, lambda t: t.kv_list("ns")) == [("k", b"v1")], (
+        "KV-05: KV writes not rolled back"
+    )
+    lease = start_attempt(store)
+    tx(store, lambda t: t.kv_put("exec/x1", "state", b"a"), lease=lease)
+    stale = replace(lease, epoch=lease.epoch + 1)
+    fails(store, Fenced, lambda t: t.kv_put("exec/x1", "state", b"b"), "KV-05 fenced", lease=stale)
+    assert tx(store, lambda t: t.kv_get("exec/x1", "state")) == b"a", "KV-05: fenced KV write kept"
+
+
+def case_kv_checkpoints(store: Store, clock: FakeClock) -> None:
+    """Scenario "KV checkpoints" (KV-06, CP-01): reconciliation stores observation
+    and cursor keys with the resulting Events in one transaction; a cursor never
+    advances without its Events."""
+    tx(store, lambda t: t.kv_put("recon/github.acme", "cursor", b"page-1"))
+
+    def reconcile(t: Tx, crash: bool) -> None:
+        for n in (1, 2):
+            t.accept_event(make_event(f"obs-{n}", source="github.poll", type="github.issue.seen"))
+            t.kv_put("recon/github.acme", f"observed/{n}", b'{"state": "open"}')
+        t.kv_put("recon/github.acme", "cursor", b"page-2")
+        if crash:
+            raise Crash("crash before commit")
+
+    crashes(store, lambda t: reconcile(t, True), "KV checkpoints: crashed reconciliation")
+
+    def state(t: Tx) -> tuple[bytes, list[str], list[str]]:
+        return (
+            t.kv_get("recon/github.acme", "cursor"),
+            [k for k, _ in t.kv_list("recon/github.acme", "observed/")],
+            ids(t.events()),
+        )
+
+    assert tx(store, state) == (b"page-1", [], []), (
+        "KV checkpoints: a failed reconciliation advanced the cursor or kept observations"
+    )
+    tx(store, lambda t: reconcile(t, False))
+    assert tx(store, state) == (b"page-2", ["observed/1", "observed/2"], ["obs-1", "obs-2"]), (
+        "KV checkpoints: cursor, observations and Events did not commit together"
+    )
+
+
+def case_kv_value_limit(store: Store, clock: FakeClock) -> None:
+    """KV-07, KV-04 (resolution 25): values must be bytes of at most
+    KV_VALUE_LIMIT; larger values are Invalid."""
+    tx(store, lambda t: t.kv_put("ns", "max", b"x" * KV_VALUE_LIMIT))
+    fails(
+        store,
+        Invalid,
+        lambda t: t.kv_put("ns", "big", b"x" * (KV_VALUE_LIMIT + 1)),
+        "KV-07 value over the limit",
+    )
+    fails(
+        store,
+        Invalid,
+        lambda t: t.kv_put("ns", "str", cast(bytes, "text")),
+        "KV-07 value that is not bytes",
+    )
+    assert [k for k, _ in tx(store, lambda t: t.kv_list("ns"))] == ["max"], "KV-07: stored"
+    assert len(tx(store, lambda t: t.kv_get("ns", "max"))) == KV_VALUE_LIMIT, "KV-07: truncated"

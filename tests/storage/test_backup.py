@@ -1,0 +1,363 @@
+"""``manage.py backup create | verify | restore`` on the real SQLite database and
+artifact folder (BK-01..BK-08): a consistent round trip while a writer commits,
+refusals of incomplete or damaged bundles, fenced leases after restore, and omission
+of artifacts only when their retention expired."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connections
+from pytest_django import Settings as SettingsWrapper
+
+from storage import ArtifactRef, Execution, Guard, LeaseRef, Tx, Work, seconds
+from storage import backup as backup_module
+from storage import bundle as bundle_module
+from storage.artifacts import FileArtifactStore
+from storage.backup import (
+    DATABASE,
+    MANIFEST,
+    RESTORED_DATABASE,
+    create_backup,
+    load_manifest,
+    mark_retention_expired,
+)
+from storage.orm import OrmStore
+
+from .fixtures.sqlite_files import run_on
+from .proc import finish, spawn
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", "view"]),
+    pytest.mark.sqlite_only,
+]
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path, settings: SettingsWrapper) -> FileArtifactStore:
+    settings.ARTIFACT_DIR = tmp_path / "artifacts"
+    return FileArtifactStore(settings.ARTIFACT_DIR)
+
+
+def publish(store: FileArtifactStore, body: bytes) -> ArtifactRef:
+    with store.create("text/plain") as writer:
+        writer.write(body)
+        return writer.commit()
+
+
+def attach(work_id: str, execution_id: str, *refs: ArtifactRef, lease_ttl: int = 0) -> None:
+    """A Work with one attempt carrying ``refs``; claimed when ``lease_ttl``."""
+
+    def fn(tx: Tx) -> None:
+        tx.put_work(Work(id=work_id, kind="backup.test"))
+        tx.put_execution(Execution(id=execution_id, work_id=work_id, attempt=1, artifacts=refs))
+        if lease_ttl:
+            tx.claim(execution_id, "host-a", tx.now + lease_ttl)
+
+    OrmStore().transact(Guard(), fn)
+
+
+def backup(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("backup", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def small_bundle(tmp_path: Path, artifacts: FileArtifactStore) -> tuple[Path, ArtifactRef]:
+    ref = publish(artifacts, b"build log\n" * 100)
+    attach("w1", "x1", ref)
+    bundle = tmp_path / "bundle"
+    backup("create", str(bundle))
+    return bundle, ref
+
+
+# Round trip ---------------------------------------------------------------------------
+
+WRITER = """
+from django.conf import settings
+from storage.artifacts import FileArtifactStore
+stop = Path(sys.argv[1])
+artifacts = FileArtifactStore(settings.ARTIFACT_DIR)
+store = OrmStore()
+
+def step(tx, ref):
+    try:
+        n = int(tx.kv_get("backup", "counter")) + 1
+    except NotFound:
+        n = 1
+    # One transaction: a Work, its attempt with its artifact, the counter.
+    tx.put_work(Work(id=f"bw-{n}", kind="backup.writer"))
+    tx.put_execution(Execution(id=f"bx-{n}", work_id=f"bw-{n}", attempt=1, artifacts=(ref,)))
+    tx.kv_put("backup", "counter", str(n).encode())
+    return n
+
+while not stop.exists():
+    with artifacts.create("text/plain") as writer:  # published before it is attached
+        writer.write(os.urandom(2048))
+        ref = writer.commit()
+    n = store.transact(Guard(), lambda tx: step(tx, ref))
+    sys.stdout.write(f"{n}\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.multiprocess
+def test_a_round_trip_while_a_writer_commits(
+    tmp_path: Path,
+    artifacts: FileArtifactStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONDUIT_ARTIFACT_DIR", str(artifacts.root))
+    # Small steps and a line per step: the writer commits between snapshot steps.
+    monkeypatch.setattr(backup_module, "_PAGES_PER_STEP", 4)
+    monkeypatch.setattr(bundle_module, "_PROGRESS_EVERY", 0)
+    stop = tmp_path / "stop"
+    writer = spawn(WRITER, str(stop))
+    assert writer.stdout is not None
+    acknowledged = [int(writer.stdout.readline()) for _ in range(5)]
+    during: list[int] = []
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        if line.startswith("database snapshot:") and not during:
+            assert writer.stdout is not None
+            # Hold the backup between two steps until two more transactions committed.
+            during.extend(int(writer.stdout.readline()) for _ in range(2))
+
+    bundle, data_dir = tmp_path / "bundle", tmp_path / "restored"
+    try:
+        create_backup(
+            Path(connections["default"].settings_dict["NAME"]),
+            artifacts.root,
+            bundle,
+            progress=progress,
+        )
+    finally:
+        stop.touch()
+    finish(writer)
+    steps = [line for line in lines if line.startswith("database snapshot:")]
+    assert len(steps) > 2, f"the snapshot took {len(steps)} steps: {steps}"
+    assert any(line.startswith("artifact 1/") for line in lines)
+
+    snapshot = bundle / DATABASE
+    works = {w for (w,) in rows(snapshot, "SELECT id FROM conduit_work")}
+    attempts = {
+        x: json.loads(data)["artifacts"]
+        for x, data in rows(snapshot, "SELECT id, data FROM conduit_execution")
+    }
+    ((counter,),) = rows(snapshot, "SELECT value FROM conduit_kv WHERE key = 'counter'")
+    n = int(bytes(counter))
+    # One committed state: everything acknowledged before, nothing committed during
+    # the snapshot, and each transaction whole.
+    assert acknowledged[-1] <= n < during[-1]
+    assert works == {f"bw-{i}" for i in range(1, n + 1)}
+    assert set(attempts) == {f"bx-{i}" for i in range(1, n + 1)}
+    manifest = load_manifest(bundle)
+    assert {ref.id for ref in manifest.artifacts} == {
+        ref["id"] for refs in attempts.values() for ref in refs
+    }
+    assert not (bundle / f"{DATABASE}-wal").exists(), "the snapshot is one self-contained file"
+    assert "is a complete backup" in backup("verify", str(bundle))[0]
+
+    out, _ = backup("restore", str(bundle), str(data_dir))
+    assert "0 running leases fenced" in out
+    assert "Never run a restored copy alongside the original" in out
+    assert sorted(os.listdir(data_dir)) == ["artifacts", RESTORED_DATABASE]
+    restored = data_dir / RESTORED_DATABASE
+    assert {w for (w,) in rows(restored, "SELECT id FROM conduit_work")} == works
+    restored_store = FileArtifactStore(data_dir / "artifacts")
+    for ref in manifest.artifacts:
+        restored_store.verify(ref)  # size and SHA-256 against the restored metadata
+
+
+# Refusals -----------------------------------------------------------------------------
+
+
+def test_a_corrupted_artifact_copy_fails_verify(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, ref = small_bundle(tmp_path, artifacts)
+    data = bundle / "artifacts" / "objects" / ref.id[:2] / ref.id / "data"
+    body = bytearray(data.read_bytes())
+    body[10] ^= 0xFF
+    data.write_bytes(bytes(body))
+    with pytest.raises(CommandError, match=f"failed verification: .*{ref.id}/data has"):
+        backup("verify", str(bundle))
+    with pytest.raises(CommandError, match="failed verification"):
+        backup("restore", str(bundle), str(tmp_path / "restored"))
+    assert not (tmp_path / "restored").exists(), "a failed restore left files behind"
+
+
+def test_a_truncated_manifest_is_refused(tmp_path: Path, artifacts: FileArtifactStore) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    manifest = bundle / MANIFEST
+    manifest.write_bytes(manifest.read_bytes()[: manifest.stat().st_size // 2])
+    with pytest.raises(CommandError, match="truncated or invalid"):
+        backup("verify", str(bundle))
+    with pytest.raises(CommandError, match="truncated or invalid"):
+        backup("restore", str(bundle), str(tmp_path / "restored"))
+
+
+def test_a_bundle_without_its_manifest_is_refused(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    (bundle / MANIFEST).unlink()
+    with pytest.raises(CommandError, match=r"no manifest\.json: it is not a complete backup"):
+        backup("verify", str(bundle))
+    with pytest.raises(CommandError, match="not a complete backup"):
+        backup("restore", str(bundle), str(tmp_path / "restored"))
+
+
+def test_a_manifest_naming_a_newer_record_format_is_refused(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    doc = json.loads((bundle / MANIFEST).read_text())
+    (bundle / MANIFEST).write_text(json.dumps({**doc, "record_format": 5}))
+    with pytest.raises(CommandError, match="record format 5, newer than this code's 4"):
+        backup("verify", str(bundle))
+
+
+def test_a_manifest_naming_a_path_outside_the_bundle_is_refused(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    doc = json.loads((bundle / MANIFEST).read_text())
+    doc["files"][0]["path"] = "../../etc/passwd"
+    (bundle / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(CommandError, match="invalid: it names the path"):
+        backup("verify", str(bundle))
+
+
+def test_restore_into_a_non_empty_folder_is_refused(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "conduit.sqlite3").write_bytes(b"the original")
+    with pytest.raises(CommandError, match="is not empty: restore only into an absent or empty"):
+        backup("restore", str(bundle), str(data_dir))
+    assert os.listdir(data_dir) == ["conduit.sqlite3"]
+    assert (data_dir / "conduit.sqlite3").read_bytes() == b"the original"
+
+
+def test_create_refuses_a_non_empty_destination(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "old").write_text("x")
+    with pytest.raises(CommandError, match="not an empty directory"):
+        backup("create", str(dest))
+    assert os.listdir(dest) == ["old"]
+
+
+# Missing content and retention --------------------------------------------------------
+
+
+def test_a_missing_artifact_fails_the_backup_unless_its_retention_expired(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    kept = publish(artifacts, b"kept")
+    gone = publish(artifacts, b"expired log")
+    attach("w1", "x1", kept)
+    attach("w2", "x2", gone)
+    artifacts.delete(gone)
+    dest = tmp_path / "bundle"
+    with pytest.raises(CommandError, match=f"1 referenced artifacts have no content .*{gone.id}"):
+        backup("create", str(dest))
+    assert not dest.exists(), "a failed backup left a partial bundle"
+
+    OrmStore().transact(Guard(), lambda tx: mark_retention_expired(tx, "x2"))
+    out, _ = backup("create", str(dest))
+    assert f"omitted artifact {gone.id} (retention_expired; Executions x2)" in out
+    manifest = load_manifest(dest)
+    assert [ref.id for ref in manifest.artifacts] == [kept.id]
+    assert [(o.ref, o.executions, o.reason) for o in manifest.omitted] == [
+        (gone, ("x2",), "retention_expired")
+    ]
+    backup("verify", str(dest))
+
+
+def test_an_artifact_shared_with_a_live_execution_is_never_omitted(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    shared = publish(artifacts, b"shared")
+    attach("w1", "x1", shared)
+    attach("w2", "x2", shared)
+    OrmStore().transact(Guard(), lambda tx: mark_retention_expired(tx, "x2"))
+    backup("create", str(tmp_path / "bundle"))
+    manifest = load_manifest(tmp_path / "bundle")
+    assert [ref.id for ref in manifest.artifacts] == [shared.id]
+    assert manifest.omitted == ()
+
+
+def test_corrupt_content_in_the_store_fails_the_backup(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    ref = publish(artifacts, b"original bytes")
+    attach("w1", "x1", ref)
+    (artifacts.root / "objects" / ref.id[:2] / ref.id / "data").write_bytes(b"changed bytes!")
+    with pytest.raises(CommandError, match=f"artifact {ref.id} is corrupt in the store"):
+        backup("create", str(tmp_path / "bundle"))
+
+
+# Fencing after restore ----------------------------------------------------------------
+
+AFTER_RESTORE = """
+lease = LeaseRef(*json.loads(sys.argv[1]))
+store = OrmStore()
+def renew(tx):
+    tx.renew(lease, tx.now + seconds(60))
+try:
+    store.transact(Guard(lease=lease), renew)
+    stale = "committed"
+except Fenced:
+    stale = "fenced"
+x = store.transact(Guard(), lambda tx: tx.claim("x1", "host-b", tx.now + seconds(30)))
+print(json.dumps({"stale": stale, "owner": x.owner, "epoch": x.epoch}))
+"""
+
+
+@pytest.mark.multiprocess
+def test_restored_running_leases_are_fenced_before_any_executor_commits(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    ref = publish(artifacts, b"log")
+    attach("w1", "x1", ref, lease_ttl=seconds(3600))
+    attach("w2", "y1")  # pending: holds no lease
+    store = OrmStore()
+    x = store.view(lambda tx: tx.execution("x1"))
+    lease = [x.id, x.owner, x.epoch]
+    bundle, data_dir = tmp_path / "bundle", tmp_path / "restored"
+    backup("create", str(bundle))
+
+    out, _ = backup("restore", str(bundle), str(data_dir))
+
+    assert "1 running leases fenced (x1)" in out
+    after = json.loads(run_on(data_dir / RESTORED_DATABASE, AFTER_RESTORE, json.dumps(lease)))
+    assert after == {"stale": "fenced", "owner": "host-b", "epoch": 2}
+    # The original is untouched: its lease is still live there.
+    original = store.view(lambda tx: tx.execution("x1"))
+    assert (original.owner, original.epoch, original.lease_expires_at) == (
+        "host-a",
+        1,
+        x.lease_expires_at,
+    )
+    # ... and the original holder still commits there.
+    store.transact(Guard(lease=LeaseRef(x.id, x.owner, x.epoch)), lambda tx: tx.execution("x1"))

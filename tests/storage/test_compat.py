@@ -1,0 +1,291 @@
+"""Schema version and record format (SV-01..SV-08), migration fixtures and reopen.
+
+Refusals are proved on a separate copy of the test database opened by a child
+process, so the check "the file is byte-identical afterwards" covers everything the
+opening process did, connection setup included.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from storage import (
+    RECORD_FORMAT,
+    SCHEMA_VERSION,
+    ArtifactRef,
+    Binding,
+    Guard,
+    RecordsNewer,
+    Store,
+    Tx,
+    seconds,
+)
+
+from .fixtures.sqlite_files import (
+    copy_database,
+    current_database,
+    file_digest,
+    load_fixture,
+    read_meta,
+    run_on,
+    set_meta,
+)
+from .support import (
+    FakeClock,
+    key,
+    make_event,
+    make_execution,
+    make_scope,
+    make_timer,
+    make_wait,
+    make_work,
+    park,
+    payload,
+    tx,
+)
+
+sqlite_db = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+# Tests on database files (copies, fixtures) opened by child processes.
+sqlite_file = pytest.mark.sqlite_only
+
+MIGRATE = """
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+executor = MigrationExecutor(connection)
+executor.migrate(executor.loader.graph.leaf_nodes("storage"))
+"""
+
+OPEN = """
+try:
+    store = OrmStore()
+except StorageError as exc:
+    print(json.dumps({"error": type(exc).__name__, "message": str(exc),
+                      "state_check": getattr(exc, "state_check", "")}))
+else:
+    print(json.dumps({"schema_version": store.schema_version}))
+"""
+
+
+def meta() -> dict[str, str]:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT key, value FROM conduit_meta")
+        return dict(cursor.fetchall())
+
+
+def put_meta(**values: str | None) -> None:
+    with connections["default"].cursor() as cursor:
+        for name, value in values.items():
+            cursor.execute("DELETE FROM conduit_meta WHERE key = %s", [name])
+            if value is not None:
+                cursor.execute(
+                    "INSERT INTO conduit_meta (key, value) VALUES (%s, %s)", [name, value]
+                )
+
+
+# SV-01 ---------------------------------------------------------------------------
+
+
+@sqlite_file
+@pytest.mark.multiprocess
+def test_a_new_database_records_schema_version_1_and_opening_exposes_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "new.sqlite3"
+    run_on(db, MIGRATE)
+    assert read_meta(db) == {"schema_version": "1"}, "the migration records the schema"
+    opened = json.loads(run_on(db, OPEN))
+    assert opened == {"schema_version": SCHEMA_VERSION} == {"schema_version": 1}
+    assert read_meta(db) == {
+        "schema_version": "1",
+        "record_format": str(RECORD_FORMAT),
+        "clock": "0 0",
+    }
+
+
+@sqlite_db
+def test_the_open_store_exposes_the_persisted_schema_version() -> None:
+    from storage.orm import OrmStore
+
+    store = OrmStore()
+    assert store.schema_version == int(meta()["schema_version"]) == 1
+
+
+# SV-02, SV-07: refusal before anything changes --------------------------------------
+
+
+@sqlite_db
+@sqlite_file
+@pytest.mark.multiprocess
+@pytest.mark.parametrize(
+    ("newer", "error", "names"),
+    [
+        ({"schema_version": "2"}, "SchemaNewer", ("schema version 2", "version 1")),
+        ({"record_format": "5"}, "RecordsNewer", ("record format 5", "this code's 4")),
+        # Both newer, and the format entry older than ours: still nothing is written.
+        (
+            {"schema_version": "2", "record_format": "1"},
+            "SchemaNewer",
+            ("schema version 2", "version 1"),
+        ),
+    ],
+)
+def test_a_newer_database_is_refused_and_left_byte_identical(
+    tmp_path: Path, newer: dict[str, str], error: str, names: tuple[str, ...]
+) -> None:
+    from storage.orm import OrmStore
+
+    OrmStore().transact(Guard(), lambda t: t.put_work(make_work("w1")))
+    db = copy_database(current_database(), tmp_path / "copy.sqlite3")
+    set_meta(db, **newer)
+    before, meta_before = file_digest(db), read_meta(db)
+
+    refused = json.loads(run_on(db, OPEN))
+
+    assert refused["error"] == error
+    for name in names:
+        assert name in refused["message"], f"the error does not name {name!r}"
+    if error == "RecordsNewer":
+        assert refused["state_check"] == "records_newer"
+    assert file_digest(db) == before, "opening a newer database modified its file"
+    assert read_meta(db) == meta_before
+
+
+@sqlite_db
+def test_records_newer_raises_in_process_before_any_write() -> None:
+    from storage.orm import OrmStore
+
+    put_meta(schema_version="1", record_format="5", clock="123 7")
+    with pytest.raises(RecordsNewer) as caught:
+        OrmStore()
+    assert caught.value.state_check == "records_newer"
+    assert meta() == {"schema_version": "1", "record_format": "5", "clock": "123 7"}
+
+
+# SV-05, SV-06 ---------------------------------------------------------------------
+
+
+@sqlite_db
+@pytest.mark.parametrize(("stored", "after"), [(None, "4"), ("1", "4"), ("3", "4"), ("4", "4")])
+def test_an_older_or_equal_record_format_opens_and_is_raised_to_ours(
+    stored: str | None, after: str
+) -> None:
+    from storage.orm import OrmStore
+
+    put_meta(schema_version="1", record_format=stored)
+    OrmStore()
+    assert meta()["record_format"] == after == str(RECORD_FORMAT)
+
+
+# SV-03: a database written by older code, then upgraded by opening -----------------
+
+FIXTURE_CHECK = """
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from storage.backfill import backfill_event_scopes, backfill_executors
+from dataclasses import replace
+executor = MigrationExecutor(connection)
+pending = executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
+store = OrmStore(clock=lambda: 1_704_067_300_000_000_000)
+def read(tx):
+    x = tx.execution("x-legacy")
+    return {
+        "pending": [m.name for m, _ in pending],
+        "schema_version": store.schema_version,
+        "works": [w.id for w in tx.works()],
+        "events": {e.id: [e.event.actor, e.scope_id] for e in tx.events()},
+        "binding": [x.binding.executor, list(x.binding.pass_env)],
+        "scope_bindings": [list(b.pass_env) for b in tx.scope("acme").bindings],
+        "timer": tx.timer("t-legacy").template.actor,
+        "kv": tx.kv_get("cursor", "github.acme").decode(),
+        "scopes_filled": backfill_event_scopes(tx),
+        "executors_filled": backfill_executors(tx),
+        "latest_executor": tx.work("w-legacy").latest_executor,
+    }
+out = store.transact(Guard(), read)
+def rewrite(tx):
+    tx.put_scope(replace(tx.scope("acme"), name="Acme Inc"))
+store.transact(Guard(), rewrite)
+print(json.dumps(out))
+"""
+
+
+@sqlite_file
+@pytest.mark.multiprocess
+def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) -> None:
+    db = load_fixture("schema1_format1", tmp_path / "format1.sqlite3")
+    assert "record_format" not in read_meta(db), "the fixture is format 1 (no entry)"
+
+    out = json.loads(run_on(db, FIXTURE_CHECK))
+
+    assert out["pending"] == [], "schema 1 needs no migration at this code"
+    assert out["schema_version"] == 1
+    assert out["works"] == ["w-legacy", "w-plain"]
+    # Fields added after format 1 read as their defaults; scopes come from backfill.
+    assert out["events"] == {
+        "e-named": ["", ""],
+        "e-keyed": ["", ""],
+        "e-manual": ["", ""],
+    }
+    assert out["binding"] == ["runner.legacy", []]
+    assert out["scope_bindings"] == [[]]
+    assert out["timer"] == ""
+    assert out["kv"] == "42"
+    assert out["scopes_filled"] == 2, "e-named and e-keyed resolve to w-legacy in acme"
+    assert out["executors_filled"] == 1
+    assert out["latest_executor"] == "runner.legacy"
+    assert read_meta(db)["record_format"] == str(RECORD_FORMAT)
+    # Rewritten records carry the current format's fields.
+    with closing(sqlite3.connect(db)) as conn:
+        (data,) = conn.execute("SELECT data FROM conduit_scope WHERE id = 'acme'").fetchone()
+    assert json.loads(data)["bindings"][0]["pass_env"] == []
+
+
+# Reopen: everything committed is there after the store is closed and opened again --
+
+
+def everything(t: Tx) -> dict[str, Any]:
+    return {
+        "scopes": t.scopes(),
+        "works": t.works(),
+        "executions": t.executions(),
+        "events": t.events(),
+        "timers": t.timers(),
+        "waits": t.waits(),
+        "kv": t.kv_list("cursor"),
+        "sequence": t.latest_sequence(),
+        "version": t.store_version(),
+    }
+
+
+def seed_everything(t: Tx) -> None:
+    t.put_scope(make_scope("s1"))
+    t.put_work(make_work("w1", scope_id="s1", keys=[key("k1")], context=payload()))
+    t.put_execution(make_execution("x1", "w1", binding=Binding("b", "runner.a", ("HOME",))))
+    x = t.claim("x1", "host-a", t.now + seconds(30))
+    t.put_execution(replace(x, artifacts=(ArtifactRef("a" * 32, 3, "text/plain", "f" * 64),)))
+    t.accept_event(make_event("e1", work_id="w1", payload=payload()))
+    t.set_event_scope("e1", "s1")
+    t.mark_routed("e1", "w1", "routed")
+    t.put_timer(make_timer("t1", t.now + seconds(60), work_id="w1"))
+    park(t, "x1", make_wait("wt1", "w1", "x1", keys=[key("k1")]))
+    t.kv_put("cursor", "github", b"\x00\x01cursor")
+
+
+def test_reopen_keeps_every_committed_record(store: Store, reopen: Any, clock: FakeClock) -> None:
+    tx(store, seed_everything)
+    before = tx(store, everything)
+    again = reopen()
+    assert again.schema_version == 1
+    assert tx(again, everything) == before
+    # And the reopened store goes on from there.
+    clock.advance(1)
+    tx(again, lambda t: t.put_work(make_work("w2")))
+    assert [w.id for w in tx(again, lambda t: t.works())] == ["w1", "w2"]
