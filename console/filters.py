@@ -315,8 +315,7 @@ EVENT_PAGE_SIZE = 50
 
 @dataclass(frozen=True, slots=True)
 class EventFilter:
-    """The Events stream's filter. ``work``, ``scope`` and ``unrouted`` are answered by
-    storage scans; ``source`` and ``type`` are checked on the scanned Events."""
+    """The Events stream's filter, answered by one indexed ``find_events`` read."""
 
     source: str = ""
     type: str = ""

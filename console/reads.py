@@ -35,10 +35,6 @@ from storage.control import cancel_refusal, retry_refusal
 TIMELINE_MAX = 200
 CHILDREN_MAX = 50
 CAUSATION_DEPTH = 50
-# The Events stream walks back from the newest Event in windows that double; a page
-# with source/type filters stops after this many scanned Events and offers "older".
-EVENT_SCAN_BUDGET = 20_000
-EVENT_SCAN_ROUNDS = 24
 
 
 def stamp_of(tx: Tx) -> str:
@@ -270,77 +266,36 @@ class EventPage:
     events: list[StoredEvent]  # newest first
     older: int  # "before" cursor of the older page, 0 when none
     newer: int  # "after" cursor of the newer page, 0 when this is the newest
-    scanned: int
-
-
-def _scanner(tx: Tx, f: EventFilter) -> Callable[[int, int], list[StoredEvent]]:
-    if f.work:
-        return lambda after, limit: tx.work_events(f.work, after, limit)
-    if f.scope:
-        return lambda after, limit: tx.scope_events([f.scope], after, limit)
-    if f.unrouted:
-        return tx.unrouted_events
-    return tx.events
-
-
-def _matches(f: EventFilter, stored: StoredEvent) -> bool:
-    e = stored.event
-    return (
-        (not f.source or e.source == f.source)
-        and (not f.type or e.type == f.type)
-        and (not f.scope or stored.scope_id == f.scope)
-        and (not f.unrouted or stored.route is None)
-    )
 
 
 def read_events(f: EventFilter, cursor: SeqCursor, size: int, seen: str = "") -> EventPage | None:
-    """A page of the stream, newest first. Storage scans forward from a sequence, so
-    older pages are read in windows below the cursor that double until the page is
-    full, the start is reached or the scan budget is spent."""
+    """A page of the stream, newest first: one indexed ``find_events`` read of at most
+    ``size + 1`` Events (the extra one says whether another page exists)."""
 
     def read(tx: Tx) -> EventPage | None:
         stamp = stamp_of(tx)
         if stamp == seen:
             return None
-        scan = _scanner(tx, f)
-        scanned = 0
+        search = {
+            "sources": [f.source] if f.source else [],
+            "types": [f.type] if f.type else [],
+            "scope_ids": [f.scope] if f.scope else None,
+            "work_id": f.work,
+            "unrouted": f.unrouted,
+        }
         if cursor.after:
-            found: list[StoredEvent] = []
-            position, exhausted = cursor.after, False
-            while len(found) <= size and scanned < EVENT_SCAN_BUDGET:
-                batch = scan(position, 500)
-                scanned += len(batch)
-                found += [e for e in batch if _matches(f, e)]
-                if len(batch) < 500:
-                    exhausted = True
-                    break
-                position = batch[-1].sequence
-            page = found[:size]
-            has_newer = len(found) > size or not exhausted
-            events = page[::-1]
+            found = tx.find_events(after=cursor.after, limit=size + 1, **search)
+            events = found[:size][::-1]
+            newer = events[0].sequence if len(found) > size else 0
             older = events[-1].sequence if events else cursor.after + 1
-            newer = events[0].sequence if events and has_newer else 0
-            return EventPage(tx.now, stamp, events, older, newer, scanned)
-        top = cursor.before or tx.latest_sequence() + 1
-        hi, window, rounds = top, max(2 * size, 100), 0
-        found = []
-        while hi > 1 and len(found) < size and rounds < EVENT_SCAN_ROUNDS:
-            lo = max(0, hi - 1 - window)
-            batch = scan(lo, hi - 1 - lo)
-            scanned += len(batch)
-            found = [e for e in batch if e.sequence < hi and _matches(f, e)] + found
-            hi, window, rounds = lo + 1, window * 2, rounds + 1
-            if scanned >= EVENT_SCAN_BUDGET:
-                break
-        if len(found) > size:
-            found, older = found[-size:], found[-size].sequence
-        else:
-            older = hi if hi > 1 else 0
-        events = found[::-1]
-        newer = (
-            events[0].sequence if events and cursor.before else (top - 1 if cursor.before else 0)
-        )
-        return EventPage(tx.now, stamp, events, older, newer, scanned)
+            return EventPage(tx.now, stamp, events, older, newer)
+        found = tx.find_events(before=cursor.before, limit=size + 1, newest_first=True, **search)
+        events = found[:size]
+        older = events[-1].sequence if len(found) > size else 0
+        newer = 0
+        if cursor.before:
+            newer = events[0].sequence if events else cursor.before - 1
+        return EventPage(tx.now, stamp, events, older, newer)
 
     return _view(read)
 

@@ -70,6 +70,23 @@ class Tx(Protocol):
         """Events whose causation_id names ``event_id``, in acceptance order."""
         ...
 
+    def find_events(
+        self,
+        *,
+        after: int = 0,
+        before: int = 0,
+        limit: int = 0,
+        newest_first: bool = False,
+        sources: Sequence[str] = (),
+        types: Sequence[str] = (),
+        scope_ids: Sequence[str] | None = None,
+        work_id: str = "",
+        unrouted: bool = False,
+    ) -> list[StoredEvent]:
+        """Events with after < sequence < before (0: unbounded) matching every given
+        filter, ascending or newest first, at most ``limit`` (the console's search)."""
+        ...
+
     def latest_sequence(self) -> int: ...
     def store_version(self) -> int:
         """A store-wide change counter: it grows with every committed transaction that

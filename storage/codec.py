@@ -15,14 +15,25 @@ import enum
 import json
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from . import records
 
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+_SCALARS = (str, int, float, bool, type(None))
+
 
 def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    # Scalars first: they are most values, and the checks below are costlier.
+    if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
+        return value
+    cls = type(value)
+    names = _NAMES.get(cls)
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: to_jsonable(getattr(value, name)) for name in names}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, bytes):
@@ -39,48 +50,59 @@ def encode(record: Any) -> str:
     return json.dumps(to_jsonable(record), separators=(",", ":"), sort_keys=True)
 
 
-_HINTS: dict[type[Any], dict[str, Any]] = {}
+Converter = Callable[[Any], Any]
 
 
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls, vars(records))
-    return hints
-
-
-def _from(tp: Any, raw: Any) -> Any:
-    if tp is Any or raw is None:
-        return raw
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _from(inner[0], raw) if len(inner) == 1 else raw
-    if origin is tuple:
-        (item, *_rest) = typing.get_args(tp)
-        return tuple(_from(item, v) for v in raw)
-    if origin is frozenset:
-        (item,) = typing.get_args(tp)
-        return frozenset(_from(item, v) for v in raw)
-    if origin is not None and origin.__name__ == "Mapping":
-        return {str(k): v for k, v in raw.items()}
-    if isinstance(tp, type):
-        if dataclasses.is_dataclass(tp):
-            return decode_obj(tp, raw)
-        if issubclass(tp, enum.Enum):
-            return tp(raw)
-        if tp is bytes:
-            return base64.b64decode(raw)
+def _identity(raw: Any) -> Any:
     return raw
 
 
+def _converter(tp: Any) -> Converter:
+    """A function turning decoded JSON into a value of type ``tp``. Built once per
+    field (decoding is on every read path, so no type inspection happens per value)."""
+    if tp is Any:
+        return _identity
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(inner) != 1:
+            return _identity
+        convert = _converter(inner[0])
+        return lambda raw: None if raw is None else convert(raw)
+    if origin is tuple:
+        item = _converter(typing.get_args(tp)[0])
+        return lambda raw: tuple(item(v) for v in raw)
+    if origin is frozenset:
+        item = _converter(typing.get_args(tp)[0])
+        return lambda raw: frozenset(item(v) for v in raw)
+    if origin is not None and origin.__name__ == "Mapping":
+        return lambda raw: {str(k): v for k, v in raw.items()}
+    if isinstance(tp, type):
+        if dataclasses.is_dataclass(tp):
+            cls = tp
+            return lambda raw: decode_obj(cls, raw)
+        if issubclass(tp, enum.Enum):
+            return tp
+        if tp is bytes:
+            return base64.b64decode
+    return _identity
+
+
+_FIELDS: dict[type[Any], tuple[tuple[str, Converter], ...]] = {}
+
+
+def _fields(cls: type[Any]) -> tuple[tuple[str, Converter], ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        hints = typing.get_type_hints(cls, vars(records))
+        fields = _FIELDS[cls] = tuple(
+            (f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls)
+        )
+    return fields
+
+
 def decode_obj[T](cls: type[T], raw: dict[str, Any]) -> T:
-    hints = _hints(cls)
-    kwargs = {
-        f.name: _from(hints[f.name], raw[f.name])
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if f.name in raw
-    }
+    kwargs = {name: convert(raw[name]) for name, convert in _fields(cls) if name in raw}
     return cls(**kwargs)
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, overload
 
 from . import lifecycle, validate
@@ -61,6 +61,42 @@ _OUTCOME_FOR: dict[ExecutionState, OutcomeKind | None] = {
     ExecutionState.FAILED: OutcomeKind.FAILED,
     ExecutionState.HANDOFF: OutcomeKind.HANDOFF,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class EventScan:
+    """One selection of Events, shared by every scan so backends implement one read.
+    ``before`` 0 means no upper bound; ``None`` filters are off."""
+
+    after: int = 0
+    before: int = 0
+    limit: int = 0
+    newest_first: bool = False
+    unrouted: bool = False
+    work_id: str | None = None
+    scope_ids: tuple[str, ...] | None = None
+    caused_by: str | None = None
+    sources: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+
+    def matches(self, stored: StoredEvent) -> bool:
+        """The scan's meaning for one Event (the reference double filters with it)."""
+        e, route = stored.event, stored.route
+        return (
+            stored.sequence > self.after
+            and (not self.before or stored.sequence < self.before)
+            and (not self.unrouted or route is None)
+            and (
+                self.work_id is None
+                or e.work_id == self.work_id
+                or (route is not None and route.work_id == self.work_id)
+            )
+            and (self.scope_ids is None or stored.scope_id in self.scope_ids)
+            and (self.caused_by is None or e.causation_id == self.caused_by)
+            and (not self.sources or e.source in self.sources)
+            and (not self.types or e.type in self.types)
+        )
+
 
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
 _local = threading.local()
@@ -235,16 +271,8 @@ class BaseTx(ABC):
     def _set_route(self, event_id: str, route: Route) -> None: ...
 
     @abstractmethod
-    def _scan_events(
-        self,
-        after: int,
-        limit: int,
-        *,
-        unrouted: bool = False,
-        work_id: str | None = None,
-        scope_ids: Sequence[str] | None = None,
-        caused_by: str | None = None,
-    ) -> list[StoredEvent]: ...
+    def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
+        """Events selected by ``scan``, in its order, at most ``scan.limit``."""
 
     @abstractmethod
     def _latest_sequence(self) -> int: ...
@@ -345,30 +373,66 @@ class BaseTx(ABC):
             raise NotFound(f"no Event for delivery ({source!r}, {delivery_id!r})")
         return stored
 
-    def _scan(self, after: int, limit: int, **kw: object) -> list[StoredEvent]:
+    def _scan(self, scan: EventScan) -> list[StoredEvent]:
         self._check()
-        validate.require_limit(limit)
-        return self._scan_events(after, limit, **kw)  # type: ignore[arg-type]
+        validate.require_limit(scan.limit)
+        if scan.after < 0 or scan.before < 0:
+            raise Invalid("event cursors are nonnegative acceptance sequences")
+        return self._scan_events(scan)
 
     def events(self, after: int = 0, limit: int = 0) -> list[StoredEvent]:
-        return self._scan(after, limit)
+        return self._scan(EventScan(after=after, limit=limit))
 
     def unrouted_events(self, after: int = 0, limit: int = 0) -> list[StoredEvent]:
-        return self._scan(after, limit, unrouted=True)
+        return self._scan(EventScan(after=after, limit=limit, unrouted=True))
 
     def work_events(self, work_id: str, after: int = 0, limit: int = 0) -> list[StoredEvent]:
         validate.require_id(work_id, "Work ID")
-        return self._scan(after, limit, work_id=work_id)
+        return self._scan(EventScan(after=after, limit=limit, work_id=work_id))
 
     def scope_events(
         self, scope_ids: Sequence[str], after: int = 0, limit: int = 0
     ) -> list[StoredEvent]:
         if isinstance(scope_ids, str):
             raise Invalid("scope_events takes a sequence of Scope IDs")
-        return self._scan(after, limit, scope_ids=list(scope_ids))
+        return self._scan(EventScan(after=after, limit=limit, scope_ids=tuple(scope_ids)))
 
     def derived_events(self, event_id: str) -> list[StoredEvent]:
-        return self._scan(0, 0, caused_by=event_id)
+        return self._scan(EventScan(caused_by=event_id))
+
+    def find_events(
+        self,
+        *,
+        after: int = 0,
+        before: int = 0,
+        limit: int = 0,
+        newest_first: bool = False,
+        sources: Sequence[str] = (),
+        types: Sequence[str] = (),
+        scope_ids: Sequence[str] | None = None,
+        work_id: str = "",
+        unrouted: bool = False,
+    ) -> list[StoredEvent]:
+        """The operator's Event search: sequence strictly between ``after`` and
+        ``before`` (0: unbounded), any of ``sources``, any of ``types``, recorded in
+        any of ``scope_ids`` ("" = none recorded), naming or routed to ``work_id``,
+        unrouted only; ascending or newest first; at most ``limit``. Every filter is
+        served by an index ending in the sequence, so a page costs what it returns."""
+        for values, what in ((sources, "sources"), (types, "types"), (scope_ids, "scope_ids")):
+            if isinstance(values, str):
+                raise Invalid(f"find_events {what} takes a sequence, not a string")
+        scan = EventScan(
+            after=after,
+            before=before,
+            limit=limit,
+            newest_first=newest_first,
+            sources=tuple(sources),
+            types=tuple(types),
+            scope_ids=None if scope_ids is None else tuple(scope_ids),
+            work_id=work_id or None,
+            unrouted=unrouted,
+        )
+        return self._scan(scan)
 
     def latest_sequence(self) -> int:
         self._check()
@@ -644,6 +708,8 @@ class BaseTx(ABC):
         stored = replace(
             x,
             state=ExecutionState.RUNNING,
+            # A resumed parked attempt drops its waiting outcome: running has none (O-03).
+            outcome=None,
             owner=owner,
             epoch=x.epoch + 1,
             lease_expires_at=expires_at,

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from . import codec
 from .clock import wall_clock
-from .core import BaseTx, Table, TxScope, check_admission
+from .core import BaseTx, EventScan, Table, TxScope, check_admission
 from .query import select_facets, select_works
 from .records import (
     LIVE_EXECUTION_STATES,
@@ -171,32 +171,14 @@ class MemoryTx(BaseTx):
     def _set_route(self, event_id: str, route: Route) -> None:
         self.state.events[self.state.event_ids[event_id]].route = route
 
-    def _scan_events(
-        self,
-        after: int,
-        limit: int,
-        *,
-        unrouted: bool = False,
-        work_id: str | None = None,
-        scope_ids: Sequence[str] | None = None,
-        caused_by: str | None = None,
-    ) -> list[StoredEvent]:
+    def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
         out: list[StoredEvent] = []
-        for seq in sorted(s for s in self.state.events if s > after):
+        for seq in sorted(self.state.events, reverse=scan.newest_first):
             stored = self._stored(seq)
-            if unrouted and stored.route is not None:
-                continue
-            if work_id is not None and not (
-                stored.event.work_id == work_id
-                or (stored.route is not None and stored.route.work_id == work_id)
-            ):
-                continue
-            if scope_ids is not None and stored.scope_id not in scope_ids:
-                continue
-            if caused_by is not None and stored.event.causation_id != caused_by:
+            if not scan.matches(stored):
                 continue
             out.append(stored)
-            if limit and len(out) == limit:
+            if scan.limit and len(out) == scan.limit:
                 break
         return out
 

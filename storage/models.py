@@ -128,6 +128,7 @@ class EventRow(_Row):
             models.Index(fields=["scope_id", "seq"], name="event_scope"),
             models.Index(fields=["causation_id", "seq"], name="event_causation"),
             models.Index(fields=["type", "seq"], name="event_type"),
+            models.Index(fields=["source", "seq"], name="event_source"),
             models.Index(fields=["seq"], name="event_unrouted", condition=Q(disposition="")),
         ]
 

@@ -27,14 +27,11 @@ from django.db.models import Count, Model, Q, QuerySet
 
 from . import codec
 from .clock import wall_clock
-from .core import BaseTx, Table, TxScope, check_admission
+from .core import BaseTx, EventScan, Table, TxScope, check_admission
 from .errors import Conflict, ReadOnly, RecordsNewer, SchemaNewer, TxClosed, Unavailable
 from .models import (
-    LIVE_EXECUTION,
-    LIVE_WORK,
     EventRow,
     ExecutionRow,
-    KeyRow,
     KVRow,
     MetaRow,
     ScopeRow,
@@ -81,6 +78,15 @@ _CLASSES: dict[Table, type[Any]] = {
     "scope": Scope,
     "timer": Timer,
     "wait": Wait,
+}
+
+
+_TABLES: dict[Table, str] = {table: model._meta.db_table for table, model in _MODELS.items()}
+# Written exactly as the partial indexes' conditions (models.py), so SQLite uses them.
+_LIVE_SQL: dict[Table, str] = {
+    "work": "state IN ('ready', 'running', 'waiting')",
+    "execution": "state IN ('pending', 'running', 'parked')",
+    "wait": "state = 'active'",
 }
 
 
@@ -163,9 +169,31 @@ def translate_errors() -> Iterator[None]:
 
 
 class OrmTx(BaseTx):
+    """Row access for BaseTx. Point reads and writes, the hot path of every runtime
+    transaction, are single SQL statements through Django's cursor (same connection,
+    same transaction, same error wrapping), which costs a fraction of building an ORM
+    query each time; the Work queries and Event scans, which compose filters, use the
+    ORM. Literal state lists match the partial indexes' WHERE clauses exactly, which
+    SQLite needs before it will use a partial index."""
+
     def __init__(self, now: Nanos, *, alias: str, read_only: bool) -> None:
         super().__init__(now, read_only=read_only)
         self.alias = alias
+        self._cursor = connections[alias].cursor()
+        self._true = "true" if connections[alias].vendor == "postgresql" else "1"
+
+    def close(self) -> None:
+        super().close()
+        self._cursor.close()
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        self._cursor.execute(sql, params)
+        row = self._cursor.fetchone()
+        return None if row is None else row[0]
+
+    def _column(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        self._cursor.execute(sql, params)
+        return [row[0] for row in self._cursor.fetchall()]
 
     def _rows(self, table: Table) -> QuerySet[Any]:
         qs: QuerySet[Any] = _MODELS[table].objects.using(self.alias)  # type: ignore[attr-defined]
@@ -173,59 +201,73 @@ class OrmTx(BaseTx):
 
     # -- records --------------------------------------------------------------------
     def _get(self, table: Table, id: str) -> Any:
-        data = self._rows(table).filter(pk=id).values_list("data", flat=True).first()
+        live = f" AND live = {self._true}" if table == "timer" else ""
+        data = self._one(f"SELECT data FROM {_TABLES[table]} WHERE id = %s{live}", [id])
         return None if data is None else codec.decode(_CLASSES[table], data)
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
-        manager = _MODELS[table].objects.using(self.alias)  # type: ignore[attr-defined]
         columns = _columns(table, record)
+        names = list(columns)
+        values = [columns[n] for n in names]
         # A timer ID may have a tombstone row: recreation overwrites it.
-        if (create and table != "timer") or not manager.filter(pk=record.id).update(**columns):
-            manager.create(id=record.id, **columns)
+        if not create or table == "timer":
+            assignments = ", ".join(f"{n} = %s" for n in names)
+            sql = f"UPDATE {_TABLES[table]} SET {assignments} WHERE id = %s"
+            self._cursor.execute(sql, [*values, record.id])
+            if self._cursor.rowcount:
+                return
+        placeholders = ", ".join(["%s"] * (len(names) + 1))
+        sql = f"INSERT INTO {_TABLES[table]} (id, {', '.join(names)}) VALUES ({placeholders})"
+        self._cursor.execute(sql, [record.id, *values])
 
     def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
-        qs = self._rows(table)
+        where, params = [], []
+        if table == "timer":
+            where.append(f"live = {self._true}")
         if work_id:
-            qs = qs.filter(work_id=work_id)
-        if live and table == "work":
-            qs = qs.filter(state__in=LIVE_WORK)
-        elif live and table == "execution":
-            qs = qs.filter(state__in=LIVE_EXECUTION)
-        elif live and table == "wait":
-            qs = qs.filter(state="active")
+            where.append("work_id = %s")
+            params.append(work_id)
+        if live and table in _LIVE_SQL:
+            where.append(_LIVE_SQL[table])
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._column(f"SELECT data FROM {_TABLES[table]}{clause} ORDER BY id", params)
         cls = _CLASSES[table]
-        return [codec.decode(cls, d) for d in qs.order_by("id").values_list("data", flat=True)]
+        return [codec.decode(cls, d) for d in rows]
 
     def _timer_floor(self, timer_id: str) -> int:
-        rev = (
-            TimerRow.objects.using(self.alias)
-            .filter(pk=timer_id)
-            .values_list("revision", flat=True)
-        )
-        return rev.first() or 0
+        return int(self._one("SELECT revision FROM conduit_timer WHERE id = %s", [timer_id]) or 0)
 
     def _delete_timer(self, timer_id: str) -> None:
-        TimerRow.objects.using(self.alias).filter(pk=timer_id).update(live=False)
+        live = "false" if self._true == "true" else "0"
+        self._cursor.execute(f"UPDATE conduit_timer SET live = {live} WHERE id = %s", [timer_id])
 
     def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
-        qs = self._rows("timer").filter(fire_ns__lte=now).order_by("fire_ns", "id")
-        data = qs.values_list("data", flat=True)
-        return [codec.decode(Timer, d) for d in (data[:limit] if limit else data)]
+        sql = (
+            f"SELECT data FROM conduit_timer WHERE live = {self._true} AND fire_ns <= %s "
+            "ORDER BY fire_ns, id"
+        )
+        params: list[Any] = [now]
+        if limit:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return [codec.decode(Timer, d) for d in self._column(sql, params)]
 
     def _key_owner(self, key: CorrelationKey) -> str | None:
-        qs = KeyRow.objects.using(self.alias).filter(source=key.source, external_id=key.external_id)
-        owner: str | None = qs.values_list("work_id", flat=True).first()
+        sql = "SELECT work_id FROM conduit_key WHERE source = %s AND external_id = %s"
+        owner: str | None = self._one(sql, [key.source, key.external_id])
         return owner
 
     def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
-        KeyRow.objects.using(self.alias).bulk_create(
-            KeyRow(source=k.source, external_id=k.external_id, work_id=work_id, ordinal=first + i)
-            for i, k in enumerate(keys)
-        )
+        if keys:
+            self._cursor.executemany(
+                "INSERT INTO conduit_key (source, external_id, work_id, ordinal) "
+                "VALUES (%s, %s, %s, %s)",
+                [(k.source, k.external_id, work_id, first + i) for i, k in enumerate(keys)],
+            )
 
     def _latest_attempt(self, work_id: str) -> Execution | None:
-        qs = ExecutionRow.objects.using(self.alias).filter(work_id=work_id).order_by("-attempt")
-        data = qs.values_list("data", flat=True).first()
+        sql = "SELECT data FROM conduit_execution WHERE work_id = %s ORDER BY attempt DESC LIMIT 1"
+        data = self._one(sql, [work_id])
         return None if data is None else codec.decode(Execution, data)
 
     # -- queries --------------------------------------------------------------------
@@ -293,84 +335,100 @@ class OrmTx(BaseTx):
     def _events(self) -> QuerySet[EventRow]:
         return EventRow.objects.using(self.alias).all()
 
-    def _one_event(self, qs: QuerySet[EventRow]) -> StoredEvent | None:
-        row = qs.values(*self._EVENT_FIELDS).first()
-        return None if row is None else self._stored(row)
+    def _one_event(self, where: str, params: Sequence[Any]) -> StoredEvent | None:
+        columns = ", ".join(self._EVENT_FIELDS)
+        self._cursor.execute(f"SELECT {columns} FROM conduit_event WHERE {where}", params)
+        row = self._cursor.fetchone()
+        return (
+            None if row is None else self._stored(dict(zip(self._EVENT_FIELDS, row, strict=True)))
+        )
 
     def _get_event(self, event_id: str) -> StoredEvent | None:
-        return self._one_event(self._events().filter(id=event_id))
+        return self._one_event("id = %s", [event_id])
 
     def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
-        return self._one_event(self._events().filter(source=source, delivery_id=delivery_id))
+        return self._one_event("source = %s AND delivery_id = %s", [source, delivery_id])
 
     def _insert_event(self, event: Event) -> int:
-        row = EventRow.objects.using(self.alias).create(
-            id=event.id,
-            source=event.source,
-            delivery_id=event.delivery_id,
-            type=event.type,
-            work_id=event.work_id,
-            causation_id=event.causation_id,
-            scope_id="",
-            route_work_id="",
-            disposition="",
-            routed_ns=0,
-            data=codec.encode(event),
+        # RETURNING (SQLite 3.35+, PostgreSQL) hands back the acceptance sequence.
+        sequence = self._one(
+            "INSERT INTO conduit_event (id, source, delivery_id, type, work_id, causation_id, "
+            "scope_id, route_work_id, disposition, routed_ns, data) "
+            "VALUES (%s, %s, %s, %s, %s, %s, '', '', '', 0, %s) RETURNING seq",
+            [
+                event.id,
+                event.source,
+                event.delivery_id,
+                event.type,
+                event.work_id,
+                event.causation_id,
+                codec.encode(event),
+            ],
         )
-        return int(row.seq)
+        return int(sequence)
 
     def _set_event_scope(self, event_id: str, scope_id: str) -> None:
-        self._events().filter(id=event_id).update(scope_id=scope_id)
-
-    def _set_route(self, event_id: str, route: Route) -> None:
-        self._events().filter(id=event_id).update(
-            route_work_id=route.work_id, disposition=route.disposition, routed_ns=route.routed_at
+        self._cursor.execute(
+            "UPDATE conduit_event SET scope_id = %s WHERE id = %s", [scope_id, event_id]
         )
 
-    def _scan_events(
-        self,
-        after: int,
-        limit: int,
-        *,
-        unrouted: bool = False,
-        work_id: str | None = None,
-        scope_ids: Sequence[str] | None = None,
-        caused_by: str | None = None,
-    ) -> list[StoredEvent]:
-        qs = self._events().filter(seq__gt=after)
-        if unrouted:
+    def _set_route(self, event_id: str, route: Route) -> None:
+        self._cursor.execute(
+            "UPDATE conduit_event SET route_work_id = %s, disposition = %s, routed_ns = %s "
+            "WHERE id = %s",
+            [route.work_id, route.disposition, route.routed_at, event_id],
+        )
+
+    def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
+        qs = self._events().filter(seq__gt=scan.after)
+        if scan.before:
+            qs = qs.filter(seq__lt=scan.before)
+        if scan.unrouted:
             qs = qs.filter(disposition="")
-        if work_id is not None:
-            qs = qs.filter(Q(work_id=work_id) | Q(route_work_id=work_id))
-        if scope_ids is not None:
-            qs = qs.filter(scope_id__in=list(scope_ids))
-        if caused_by is not None:
-            qs = qs.filter(causation_id=caused_by)
-        rows = qs.order_by("seq").values(*self._EVENT_FIELDS)
-        return [self._stored(r) for r in (rows[:limit] if limit else rows)]
+        if scan.work_id is not None:
+            qs = qs.filter(Q(work_id=scan.work_id) | Q(route_work_id=scan.work_id))
+        if scan.scope_ids is not None:
+            qs = qs.filter(scope_id__in=list(scan.scope_ids))
+        if scan.caused_by is not None:
+            qs = qs.filter(causation_id=scan.caused_by)
+        if scan.sources:
+            qs = qs.filter(source__in=list(scan.sources))
+        if scan.types:
+            qs = qs.filter(type__in=list(scan.types))
+        rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*self._EVENT_FIELDS)
+        return [self._stored(r) for r in (rows[: scan.limit] if scan.limit else rows)]
 
     def _latest_sequence(self) -> int:
-        seq = self._events().order_by("-seq").values_list("seq", flat=True).first()
-        return int(seq or 0)
+        return int(self._one("SELECT MAX(seq) FROM conduit_event", []) or 0)
 
     def _store_version(self) -> int:
-        meta = MetaRow.objects.using(self.alias).filter(key="clock")
-        return _parse_clock(meta.values_list("value", flat=True).first())[1]
+        value = self._one("SELECT value FROM conduit_meta WHERE key = %s", ["clock"])
+        return _parse_clock(value)[1]
 
     # -- KV -------------------------------------------------------------------------
     def _kv(self, namespace: str) -> QuerySet[KVRow]:
         return KVRow.objects.using(self.alias).filter(namespace=namespace)
 
     def _kv_get(self, namespace: str, key: str) -> bytes | None:
-        value = self._kv(namespace).filter(key=key).values_list("value", flat=True).first()
+        sql = "SELECT value FROM conduit_kv WHERE namespace = %s AND key = %s"
+        value = self._one(sql, [namespace, key])
         return None if value is None else bytes(value)
 
     def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
-        if not self._kv(namespace).filter(key=key).update(value=value):
-            KVRow.objects.using(self.alias).create(namespace=namespace, key=key, value=value)
+        self._cursor.execute(
+            "UPDATE conduit_kv SET value = %s WHERE namespace = %s AND key = %s",
+            [value, namespace, key],
+        )
+        if not self._cursor.rowcount:
+            self._cursor.execute(
+                "INSERT INTO conduit_kv (namespace, key, value) VALUES (%s, %s, %s)",
+                [namespace, key, value],
+            )
 
     def _kv_delete(self, namespace: str, key: str) -> None:
-        self._kv(namespace).filter(key=key).delete()
+        self._cursor.execute(
+            "DELETE FROM conduit_kv WHERE namespace = %s AND key = %s", [namespace, key]
+        )
 
     def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
         # Not key__startswith: SQLite's LIKE ignores case. A range scan in binary

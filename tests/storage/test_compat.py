@@ -191,12 +191,19 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from storage.backfill import backfill_event_scopes, backfill_executors
 from dataclasses import replace
-executor = MigrationExecutor(connection)
-pending = executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
+from django.core.management import call_command
+def plan():
+    executor = MigrationExecutor(connection)
+    return executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
+# Upgrades are explicit, ordered migrations: apply what this code adds, then reopen.
+migrated = [m.name for m, _ in plan()]
+call_command("migrate", "storage", verbosity=0)
+pending = plan()
 store = OrmStore(clock=lambda: 1_704_067_300_000_000_000)
 def read(tx):
     x = tx.execution("x-legacy")
     return {
+        "migrated": migrated,
         "pending": [m.name for m, _ in pending],
         "schema_version": store.schema_version,
         "works": [w.id for w in tx.works()],
@@ -225,7 +232,8 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
 
     out = json.loads(run_on(db, FIXTURE_CHECK))
 
-    assert out["pending"] == [], "schema 1 needs no migration at this code"
+    assert out["migrated"] == ["0002_event_source_index"], "migrations after the fixture's"
+    assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1
     assert out["works"] == ["w-legacy", "w-plain"]
     # Fields added after format 1 read as their defaults; scopes come from backfill.

@@ -20,6 +20,7 @@ from ..support import (
     make_execution,
     make_timer,
     make_work,
+    park,
     payload,
     put_works,
     start_attempt,
@@ -283,3 +284,18 @@ def case_put_execution_ignores_lease_fields(store: Store, clock: FakeClock) -> N
     )
     assert (written.trace_id, written.finished_at) == ("trace-9", 0), "L-09: write not applied"
     assert get_execution(store, "x1") == written, "L-09: stored attempt differs from returned"
+
+
+def case_resumed_attempt_drops_its_waiting_outcome(store: Store, clock: FakeClock) -> None:
+    """O-03, O-06, X-07: a parked attempt resumed by Claim is running, which has no
+    outcome, so its waiting outcome is cleared and a same-state write (attaching an
+    artifact, say) is accepted."""
+    start_attempt(store)
+    tx(store, lambda t: park(t, "x1"))
+    resumed = tx(store, lambda t: t.claim("x1", "runner-b", t.now + TTL))
+    assert resumed.outcome is None, f"resume kept the outcome {resumed.outcome}"
+    lease = lease_of(resumed)
+    again = tx(
+        store, lambda t: t.put_execution(replace(t.execution("x1"), trace_id="t-1")), lease=lease
+    )
+    assert again.state == X_RUNNING, "a same-state write after resume failed"

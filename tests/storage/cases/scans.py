@@ -268,3 +268,50 @@ def case_recovery_inventory(
     assert (recovered.owner, recovered.epoch) == ("runner-b", 2), (
         "recovery inventory: an expired lease could not be recovered after reopen"
     )
+
+
+def case_find_events_filters_pages_and_orders(store: Store, clock: FakeClock) -> None:
+    """EN-02, EN-08 (the operator's search): find_events selects by sequence window,
+    sources, types, recorded scopes, Work (named or routed) and unrouted, combined with
+    AND, ascending or newest first, and limits; cursors are exclusive."""
+    tx(store, lambda t: [t.put_scope(make_scope(s)) for s in ("s1", "s2")])
+    put_works(store, make_work("w1"), make_work("w2"))
+    rows = [  # id, source, type, scope, named work
+        ("e1", "github.acme", "push.created", "s1", ""),
+        ("e2", "stripe.acct", "charge.failed", "s2", "w1"),
+        ("e3", "github.acme", "issue.opened", "", ""),
+        ("e4", "github.acme", "push.created", "s2", ""),
+        ("e5", "cron.daily", "report.due", "s1", "w2"),
+    ]
+
+    def accept(t: Tx) -> None:
+        for event_id, source, type_, scope, work in rows:
+            event = make_event(event_id, source=source, delivery_id=event_id, work_id=work)
+            t.accept_event(replace(event, type=type_))
+            if scope:
+                t.set_event_scope(event_id, scope)
+        t.mark_routed("e4", "w1", "routed")
+        t.mark_routed("e3", "", "dropped")
+
+    tx(store, accept)
+
+    def find(**kw: object) -> list[str]:
+        return tx(store, lambda t: ids(t.find_events(**kw)))  # type: ignore[arg-type]
+
+    assert find() == ["e1", "e2", "e3", "e4", "e5"], "find_events: unfiltered scan"
+    assert find(newest_first=True) == ["e5", "e4", "e3", "e2", "e1"], "find_events: newest first"
+    assert find(sources=["github.acme"]) == ["e1", "e3", "e4"], "find_events: source filter"
+    assert find(types=["push.created", "report.due"]) == ["e1", "e4", "e5"], "find_events: types"
+    assert find(scope_ids=["s2"]) == ["e2", "e4"], "find_events: scope filter"
+    assert find(scope_ids=[""]) == ["e3"], "find_events: events with no scope"
+    assert find(work_id="w1") == ["e2", "e4"], "find_events: named or routed to the Work"
+    assert find(unrouted=True) == ["e1", "e2", "e5"], "find_events: unrouted only"
+    assert find(sources=["github.acme"], types=["push.created"], scope_ids=["s2"]) == ["e4"]
+    seq = {e.id: e.sequence for e in tx(store, lambda t: t.events())}
+    window = find(after=seq["e2"], before=seq["e5"])
+    assert window == ["e3", "e4"], "find_events: exclusive window"
+    back = find(before=seq["e5"], limit=2, newest_first=True)
+    assert back == ["e4", "e3"], "find_events: paging back"
+    assert find(after=seq["e1"], limit=2) == ["e2", "e3"], "find_events: paging forward"
+    fails(store, Invalid, lambda t: t.find_events(limit=-1), "find_events: negative limit")
+    fails(store, Invalid, lambda t: t.find_events(sources="github.acme"), "find_events: a string")
