@@ -1,0 +1,153 @@
+import hashlib
+import io
+
+import pytest
+from django.core.management import call_command
+
+from console.stores import get_artifacts, get_store
+from demo.runtime import Simulator
+from storage import ExecutionState, Guard, WorkState, view
+from storage.artifacts import FileArtifactStore
+from storage.control import cancel_work, retry_work
+from storage.memory import MemoryStore
+from tests.demo.invariants import problems
+from tests.demo.support import census
+
+db = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+
+SEED = 3
+TICKS = 100
+# Four simulated seconds a tick: enough time for waits to time out three times.
+RATE = 0.25
+# Kinds whose attempts never park: an epoch above 1 on one of them can only come from
+# recovering an expired lease.
+NEVER_PARK = {"billing.refund", "deploy.step", "report.nightly", "ingest.batch"}
+
+
+def simulate(**options):
+    out = io.StringIO()
+    call_command("simulate", stdout=out, **options)
+    return out.getvalue()
+
+
+def totals(output: str) -> dict[str, int]:
+    """The counters of the command's last line: "simulate: ... k=v k=v"."""
+    line = output.strip().splitlines()[-1]
+    return {k: int(v) for k, v in (item.split("=") for item in line.rsplit(": ", 1)[1].split())}
+
+
+@db
+def test_simulate_once_produces_every_record_and_state_the_console_shows():
+    output = simulate(once=TICKS, seed=SEED, rate=RATE)
+    store = get_store()
+
+    seen = census(store)
+    assert set(seen.works) >= {"ready", "running", "waiting", "completed", "failed"}
+    assert set(seen.attempts) >= {
+        "pending",
+        "running",
+        "parked",
+        "waiting",
+        "completed",
+        "failed",
+        "handoff",
+    }
+    assert set(seen.waits) >= {"active", "woken", "cancelled"}
+    assert set(seen.timers) >= {"retry", "timeout", "schedule"}
+    assert set(seen.dispositions) >= {"routed", "dropped", "unmatched"}
+    assert seen.derived > 10
+    assert seen.children > 5
+    assert seen.unscoped == 0  # every acceptance recorded its Scope
+    counters = totals(output)
+    assert counters["duplicates"] > 0
+    assert counters["exhausted"] > 0
+    assert counters["recovered"] > 0
+    assert counters["fired_schedule"] > 0
+    assert view(store, None, recovered_attempts)
+    assert_artifacts_open(store)
+    assert problems(store) == []
+
+
+def recovered_attempts(tx):
+    """Attempts with an epoch above 1 of kinds that never park: only recovering an
+    expired lease raises those."""
+    kinds = {w.id: w.kind for w in tx.works()}
+    return [x for x in tx.executions() if x.epoch >= 2 and kinds[x.work_id] in NEVER_PARK]
+
+
+def assert_artifacts_open(store):
+    refs = view(store, None, lambda tx: [r for x in tx.executions() for r in x.artifacts])
+    assert {r.media_type for r in refs} == {"text/plain", "application/json"}
+    for ref in refs[:20]:
+        with get_artifacts().open(ref) as f:
+            data = f.read()
+        assert len(data) == ref.size
+        assert hashlib.sha256(data).hexdigest() == ref.sha256
+
+
+def exhausted_works(tx):
+    return [
+        w.id
+        for w in tx.live_works()
+        if w.state is WorkState.READY and not tx.live_executions(w.id) and not tx.timers(w.id)
+    ]
+
+
+@db
+def test_it_honours_an_operator_cancel_and_an_operator_retry():
+    store = get_store()
+    sim = Simulator(store, get_artifacts(), seed=SEED, rate=RATE)
+    for _ in range(TICKS):
+        sim.tick()
+    held = next(iter(sim.workers.values()))
+    exhausted = view(store, None, exhausted_works)[0]
+
+    result = store.transact(Guard(), lambda tx: cancel_work(tx, held.work_id))
+    retry = store.transact(Guard(), lambda tx: retry_work(tx, exhausted, "operator-retry-1"))
+    assert result.cancelled_attempt == held.execution_id
+    assert retry.state is ExecutionState.PENDING
+    held.next_at = 0  # due now: its next write must be fenced
+    for _ in range(4):
+        sim.tick()
+
+    assert held.execution_id not in sim.workers
+    assert sim.stats["fenced"] >= 1
+
+    def after(tx):
+        return tx.work(held.work_id), tx.execution(held.execution_id), tx.execution(retry.id)
+
+    work, attempt, retried = view(store, None, after)
+    assert work.state is WorkState.CANCELLED
+    assert attempt.state is ExecutionState.CANCELLED
+    assert retried.state is not ExecutionState.PENDING  # claimed by the simulator
+    assert retried.epoch >= 1
+    assert problems(store) == []
+
+
+@db
+def test_the_same_seed_gives_the_same_history_on_any_fresh_store(tmp_path):
+    simulate(once=40, seed=SEED, rate=RATE)
+    on_sqlite = census(get_store())
+
+    def in_memory(seed, ticks):
+        store = MemoryStore()
+        sim = Simulator(store, FileArtifactStore(tmp_path / f"mem{seed}"), seed=seed, rate=RATE)
+        for _ in range(ticks):
+            sim.tick()
+        return census(store)
+
+    assert in_memory(SEED, 40).digest == on_sqlite.digest
+    assert in_memory(SEED + 1, 3).digest != in_memory(SEED, 3).digest
+
+
+@db
+def test_a_second_run_on_the_same_store_never_reuses_an_id():
+    simulate(once=10, seed=SEED, rate=RATE)
+    first = census(get_store())
+
+    simulate(once=10, seed=SEED, rate=RATE)
+
+    second = census(get_store())
+    assert second.events > first.events
+    assert sum(second.works.values()) > sum(first.works.values())
+    assert problems(get_store()) == []
