@@ -8,6 +8,8 @@ PY=.venv/bin/python
 BIND=${CONDUIT_BIND:-127.0.0.1:8000}
 
 "$PY" manage.py migrate --noinput
+# Startup backfills (event scopes, attempt executors): idempotent, cheap when done.
+"$PY" manage.py backfill
 "$PY" manage.py ensure_dev_operator
 "$PY" manage.py collectstatic --noinput --verbosity 0
 

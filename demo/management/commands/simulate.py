@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from console.stores import get_artifacts, get_store
 from demo.runtime import Simulator
 from storage import StorageError
+from storage.backfill import run_backfills
 
 log = logging.getLogger("demo.simulate")
 
@@ -62,6 +63,8 @@ class Command(BaseCommand):
         stop = threading.Event()
         previous = _install_stop_handlers(stop)
         try:
+            # A runtime runs the startup backfills before it routes anything.
+            run_backfills(get_store())
             sim = Simulator(
                 get_store(),
                 get_artifacts(),
