@@ -186,3 +186,13 @@ def test_a_small_database_is_backfilled_in_one_transaction(store: Store) -> None
     tx(store, seed_attempts)
     report = run_backfills(store)
     assert (report.event_scopes, report.executors, report.transactions) == (4, 2, 1)
+
+
+def test_an_up_to_date_store_is_backfilled_without_a_transaction(store: Store) -> None:
+    """Startup on a store with nothing to fill costs one read: no commit, so neither
+    the store version nor the clock's high-water mark moves."""
+    tx(store, lambda t: t.put_work(make_work("w1")))
+    before = tx(store, lambda t: t.store_version())
+    report = run_backfills(store)
+    assert (report.event_scopes, report.executors, report.transactions) == (0, 0, 0)
+    assert tx(store, lambda t: t.store_version()) == before
