@@ -146,6 +146,11 @@ class BaseTx(ABC):
         self._check()
         return self._now
 
+    def admit(self, now: Nanos) -> None:
+        """Fix Guard.now once the backend holds its write lock and knows the last
+        committed now (backends that read the clock through the Tx itself)."""
+        self._now = now
+
     @property
     def read_only(self) -> bool:
         return self._read_only

@@ -84,6 +84,11 @@ class WorkRow(_Row):
             models.Index(
                 fields=["latest_executor", "created_ns", "id"], name="work_executor_created"
             ),
+            # Covers work_facets: one GROUP BY over the five dimensions reads only this.
+            models.Index(
+                fields=["state", "kind", "source", "scope_id", "latest_executor"],
+                name="work_facets",
+            ),
             models.Index(fields=["id"], name="work_live", condition=Q(state__in=LIVE_WORK)),
         ]
 

@@ -18,6 +18,7 @@ waits for a writer.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -308,19 +309,17 @@ class OrmTx(BaseTx):
         return self._filtered(query).count()
 
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
-        qs = self._filtered(query)
-
-        def counts(column: str) -> dict[str, int]:
-            rows = qs.order_by().values_list(column).annotate(n=Count("id"))
-            return dict(rows)
-
-        return WorkFacets(
-            state=counts("state"),
-            kind=counts("kind"),
-            source=counts("source"),
-            scope=counts("scope_id"),
-            executor=counts("latest_executor"),
-        )
+        # One GROUP BY over all five dimensions, answered from the work_facets covering
+        # index (COUNT(*), not COUNT(id), so no table row is read), then folded per
+        # dimension: the combinations are few even when the Work are many.
+        columns = ("state", "kind", "source", "scope_id", "latest_executor")
+        rows = self._filtered(query).order_by().values_list(*columns).annotate(n=Count("*"))
+        folded: list[Counter[str]] = [Counter() for _ in columns]
+        for *values, n in rows:
+            for counter, value in zip(folded, values, strict=True):
+                counter[value] += n
+        state, kind, source, scope, executor = (dict(c) for c in folded)
+        return WorkFacets(state=state, kind=kind, source=source, scope=scope, executor=executor)
 
     # -- events ---------------------------------------------------------------------
     @staticmethod
@@ -402,8 +401,14 @@ class OrmTx(BaseTx):
         return int(self._one("SELECT MAX(seq) FROM conduit_event", []) or 0)
 
     def _store_version(self) -> int:
-        value = self._one("SELECT value FROM conduit_meta WHERE key = %s", ["clock"])
-        return _parse_clock(value)[1]
+        return _parse_clock(self.meta("clock"))[1]
+
+    def meta(self, key: str) -> str | None:
+        value: str | None = self._one("SELECT value FROM conduit_meta WHERE key = %s", [key])
+        return value
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._cursor.execute("UPDATE conduit_meta SET value = %s WHERE key = %s", [value, key])
 
     # -- KV -------------------------------------------------------------------------
     def _kv(self, namespace: str) -> QuerySet[KVRow]:
@@ -527,10 +532,10 @@ class OrmStore:
                     # written once at the end, so the clock costs two statements a tx.
                     # This read is the first statement: on PostgreSQL it takes the
                     # snapshot, after the writers' lock was granted.
-                    meta = MetaRow.objects.using(self.using).filter(key="clock")
-                    last, version = _parse_clock(meta.values_list("value", flat=True).first())
+                    tx = self.tx_class(0, alias=self.using, read_only=False)
+                    last, version = _parse_clock(tx.meta("clock"))
                     now = max((guard.clock or self._clock)(), last)
-                    tx = self.tx_class(now, alias=self.using, read_only=False)
+                    tx.admit(now)
                     if guard.lease is not None:
                         tx.trusted = False
                         tx.verify_lease(guard.lease)
@@ -538,7 +543,7 @@ class OrmStore:
                     tx.before_commit()
                     check_admission(guard)
                     if tx.dirty or now != last:
-                        meta.update(value=f"{now} {version + (1 if tx.dirty else 0)}")
+                        tx.set_meta("clock", f"{now} {version + (1 if tx.dirty else 0)}")
                 return result
             finally:
                 if tx is not None:
