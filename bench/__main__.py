@@ -1,0 +1,7 @@
+"""`python -m bench`: see bench.run."""
+
+import sys
+
+from .run import main
+
+sys.exit(main())

@@ -1,0 +1,269 @@
+"""The histories the benchmarks run on.
+
+A *seed* is real history: ``manage.py migrate``, then ``manage.py generate --works N``
+(every state, Events, attempts, Waits, Timers, artifacts, through the storage API),
+then a fixed number of Events accepted and left unrouted, through the storage API too.
+
+Larger histories *amplify* a seed: its terminal Work is cloned, with everything that
+belongs to it (correlation keys, terminal attempts, routed Events, finished Waits),
+under new IDs (suffix ``-cNNNN``) and shifted back in time by whole seed spans, in
+plain SQL, until the Work table holds the requested count. Why not ``generate`` at the
+full size: it writes a few hundred Work per second through the storage API (every
+operation rereads what it checks; the report states the rate measured), so a million
+would take the better part of an hour, or hours on a slow machine. Why clones: every
+live row (ready/running/waiting Work, pending/running/parked attempts, active Waits,
+live Timers, unrouted Events) stays the seed's own, so histories amplified from one
+seed have the SAME live set and differ only in retained terminal history, which is
+what benchmark 2 compares. Clones keep the seed's column distributions (kinds,
+scopes, sources, executors, states), so facets and filters select realistic shares.
+Not cloned: deleted Timers' tombstone rows (no read in the benchmarks touches them).
+Cloned Events get sequences after the seed's (AUTOINCREMENT), so in acceptance order
+the old history comes last; no benchmarked read depends on Event order across Work.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .proc import DataDir, Workspace, child, log, manage, settle
+
+TERMINAL_WORK = ("completed", "failed", "cancelled")
+HOUR_NS = 3_600 * 10**9
+UNROUTED_KIND = "bench.unrouted"
+
+
+@dataclass(frozen=True)
+class Seed:
+    data: DataDir
+    works: int
+    seconds: float  # generate's wall time, process start included
+    rate: float  # Work per second, as generate measured it
+    line: str  # generate's summary line
+
+
+def seed(ws: Workspace, works: int, unrouted: int, progress: bool) -> Seed:
+    """A migrated database with ``works`` generated Work and ``unrouted`` unrouted Events."""
+    data = ws.fresh("seed")
+    manage(data, "migrate", "--noinput", "-v", "0")
+    # ~50 batches: history spread over 50 instants, each batch one transaction.
+    batch = max(20, works // 50)
+    args = ["generate", "--works", str(works), "--seed", "1", "--batch", str(batch)]
+    started = time.monotonic()
+    line = manage(data, *args, *([] if progress else ["--no-progress"]), quiet=not progress)
+    elapsed = time.monotonic() - started
+    child(data, "history.unrouted", count=unrouted)
+    checkpoint(data)
+    line = line.strip().splitlines()[-1] if line.strip() else ""
+    # generate's own rate (without the process start), else ours.
+    found = re.search(r"\(([\d.]+) Work/s\)", line)
+    rate = float(found.group(1)) if found else works / elapsed if elapsed else 0.0
+    return Seed(data, works, elapsed, rate, line)
+
+
+def add_unrouted(count: int) -> int:
+    """(child) Accept ``count`` Events nobody routes, in one transaction: the unrouted
+    scan's selection, the same in every history amplified from this seed."""
+    import uuid
+
+    from console.stores import get_store
+    from storage import Event, Guard, Tx
+
+    def accept(tx: Tx) -> int:
+        for i in range(count):
+            event = Event(str(uuid.uuid4()), "bench", f"unrouted-{i}", UNROUTED_KIND)
+            tx.accept_event(event)
+        return count
+
+    return int(get_store().transact(Guard(), accept))
+
+
+def checkpoint(data: DataDir) -> None:
+    """Fold the WAL into the database file, so the folder can be copied as one file."""
+    con = sqlite3.connect(data.db)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    finally:
+        con.close()
+
+
+def amplify(ws: Workspace, seed: Seed, works: int, name: str) -> DataDir:
+    """A copy of the seed grown to ``works`` Work with cloned terminal history."""
+    data = ws.copy_of(seed.data, name)
+    con = sqlite3.connect(data.db, isolation_level=None)
+    try:
+        con.execute("PRAGMA synchronous=OFF")  # a throwaway build: durability is moot
+        con.execute("PRAGMA cache_size=-1000000")  # 1 GB of page cache
+        con.execute("PRAGMA temp_store=MEMORY")
+        have = con.execute("SELECT count(*) FROM conduit_work").fetchone()[0]
+        if works > have:
+            _clone(con, works - have, name)
+    finally:
+        con.close()
+    checkpoint(data)
+    settle()
+    return data
+
+
+# The tables clones go into. Their secondary indexes are dropped while rows are cloned
+# and built again afterwards from their own SQL (sqlite_master), which is many times
+# faster than updating a dozen indexes per inserted row; constraint indexes stay.
+CLONED = ("conduit_work", "conduit_key", "conduit_execution", "conduit_event", "conduit_wait")
+
+
+def _clone(con: sqlite3.Connection, need: int, name: str) -> None:
+    """Copy the seed's terminal rows into temp tables, numbered by their Work's rank
+    (so a partial last copy takes the first N Work and exactly what belongs to them),
+    then insert shifted, renamed copies until ``need`` Work were added."""
+    con.execute("BEGIN")
+    con.execute(SOURCE_SQL[0], TERMINAL_WORK)
+    for statement in SOURCE_SQL[1:]:
+        con.execute(statement)
+    con.execute("COMMIT")
+    terminal = con.execute("SELECT count(*) FROM temp.src_work").fetchone()[0]
+    if terminal == 0:
+        raise RuntimeError("the seed has no terminal Work to clone")
+    low, high = con.execute("SELECT min(created_ns), max(updated_ns) FROM conduit_work").fetchone()
+    span = high - low + HOUR_NS
+    indexes = [
+        row
+        for row in con.execute(
+            "SELECT name, sql, tbl_name FROM sqlite_master"
+            " WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
+        )
+        if row[2] in CLONED
+    ]
+    for index, _sql, _table in indexes:
+        con.execute(f'DROP INDEX "{index}"')
+    copies = -(-need // terminal)
+    started = time.monotonic()
+    for k in range(1, copies + 1):
+        take = min(need, terminal)
+        params = {"sfx": f"-c{k:04d}", "shift": k * span, "take": take}
+        con.execute("BEGIN")
+        for statement in CLONE_SQL:
+            con.execute(statement, params)
+        con.execute("COMMIT")
+        need -= take
+        if k == copies or k % max(1, copies // 10) == 0:
+            rate = k * terminal / (time.monotonic() - started)
+            log(f"  {name}: cloned {k}/{copies} copies of {terminal:,} Work ({rate:,.0f} Work/s)")
+    started = time.monotonic()
+    for _index, sql, _table in indexes:
+        con.execute(sql)
+    log(f"  {name}: rebuilt {len(indexes)} indexes in {time.monotonic() - started:.0f} s")
+
+
+def _keys0(column: str) -> str:
+    """``column`` (record JSON) with its first correlation key's external ID suffixed."""
+    return (
+        f"CASE WHEN json_array_length({column}, '$.keys') > 0 THEN json_set({column},"
+        f" '$.keys[0].external_id', json_extract({column}, '$.keys[0].external_id') || :sfx)"
+        f" ELSE {column} END"
+    )
+
+
+def _sfx(expr: str) -> str:
+    """An ID reference suffixed, the empty reference kept empty."""
+    return f"CASE {expr} WHEN '' THEN '' ELSE {expr} || :sfx END"
+
+
+def _ago(expr: str) -> str:
+    """A time shifted back, 0 ("never") kept 0."""
+    return f"CASE WHEN {expr} > 0 THEN {expr} - :shift ELSE 0 END"
+
+
+def _j(alias: str, field: str) -> str:
+    return f"json_extract({alias}.data, '$.{field}')"
+
+
+# The seed's terminal Work (rank = rowid, oldest first) and what belongs to it. Noise
+# Events (routed to no Work) get rank 0: every copy takes them.
+SOURCE_SQL = (
+    "CREATE TEMP TABLE src_work AS SELECT * FROM conduit_work WHERE state IN (?, ?, ?)"
+    " ORDER BY created_ns, id",
+    """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, k.* FROM conduit_key k
+    JOIN temp.src_work s ON s.id = k.work_id""",
+    """CREATE TEMP TABLE src_execution AS SELECT s.rowid AS rank, x.* FROM conduit_execution x
+    JOIN temp.src_work s ON s.id = x.work_id
+    WHERE x.state NOT IN ('pending', 'running', 'parked')""",
+    """CREATE TEMP TABLE src_event AS
+    SELECT coalesce(s.rowid, 0) AS rank, e.* FROM conduit_event e
+    LEFT JOIN temp.src_work s ON s.id = e.route_work_id
+    WHERE e.disposition <> '' AND (s.id IS NOT NULL OR e.route_work_id = '')
+    ORDER BY e.seq""",
+    """CREATE TEMP TABLE src_wait AS SELECT s.rowid AS rank, a.* FROM conduit_wait a
+    JOIN temp.src_work s ON s.id = a.work_id WHERE a.state <> 'active'""",
+)
+
+CLONE_SQL = (
+    f"""INSERT INTO conduit_work (id, kind, scope_id, parent_id, state, source,
+        latest_executor, created_ns, updated_ns, revision, data)
+    SELECT w.id || :sfx, w.kind, w.scope_id, {_sfx("w.parent_id")}, w.state, w.source,
+        w.latest_executor, w.created_ns - :shift, w.updated_ns - :shift, w.revision,
+        json_set({_keys0("w.data")}, '$.id', w.id || :sfx,
+            '$.parent_id', {_sfx("w.parent_id")},
+            '$.created_at', w.created_ns - :shift, '$.updated_at', w.updated_ns - :shift)
+    FROM temp.src_work w WHERE w.rowid <= :take""",  # noqa: S608 - constant SQL
+    """INSERT INTO conduit_key (source, external_id, work_id, ordinal)
+    SELECT k.source, k.external_id || :sfx, k.work_id || :sfx, k.ordinal
+    FROM temp.src_key k WHERE k.rank <= :take""",
+    f"""INSERT INTO conduit_execution (id, work_id, attempt, state, executor,
+        lease_expires_ns, data)
+    SELECT x.id || :sfx, x.work_id || :sfx, x.attempt, x.state, x.executor,
+        x.lease_expires_ns,
+        json_set(x.data, '$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,
+            '$.created_at', {_ago(_j("x", "created_at"))},
+            '$.updated_at', {_ago(_j("x", "updated_at"))},
+            '$.started_at', {_ago(_j("x", "started_at"))},
+            '$.finished_at', {_ago(_j("x", "finished_at"))})
+    FROM temp.src_execution x WHERE x.rank <= :take""",  # noqa: S608 - constant SQL
+    f"""INSERT INTO conduit_event (id, source, delivery_id, type, work_id, causation_id,
+        scope_id, route_work_id, disposition, routed_ns, data)
+    SELECT e.id || :sfx, e.source, e.delivery_id || :sfx, e.type, {_sfx("e.work_id")},
+        {_sfx("e.causation_id")}, e.scope_id, {_sfx("e.route_work_id")}, e.disposition,
+        {_ago("e.routed_ns")},
+        json_set({_keys0("e.data")}, '$.id', e.id || :sfx,
+            '$.delivery_id', e.delivery_id || :sfx,
+            '$.work_id', {_sfx("e.work_id")}, '$.causation_id', {_sfx("e.causation_id")},
+            '$.occurred_at', {_ago(_j("e", "occurred_at"))},
+            '$.received_at', {_ago(_j("e", "received_at"))})
+    FROM temp.src_event e WHERE e.rank <= :take ORDER BY e.seq""",  # noqa: S608 - constant SQL
+    f"""INSERT INTO conduit_wait (id, work_id, execution_id, state, data)
+    SELECT a.id || :sfx, a.work_id || :sfx, a.execution_id || :sfx, a.state,
+        json_set({_keys0("a.data")}, '$.id', a.id || :sfx, '$.work_id', a.work_id || :sfx,
+            '$.execution_id', a.execution_id || :sfx,
+            '$.woken_by', {_sfx(_j("a", "woken_by"))},
+            '$.timeout_timer_id', {_sfx(_j("a", "timeout_timer_id"))},
+            '$.created_at', {_ago(_j("a", "created_at"))},
+            '$.updated_at', {_ago(_j("a", "updated_at"))})
+    FROM temp.src_wait a WHERE a.rank <= :take""",  # noqa: S608 - constant SQL
+)
+
+
+def census(data: DataDir) -> dict[str, Any]:
+    """Row counts of a history and the size of each live selection (plain SQL)."""
+    con = sqlite3.connect(f"file:{data.db}?mode=ro", uri=True)
+    try:
+        one = lambda sql: con.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "works": one("SELECT count(*) FROM conduit_work"),
+            "live_works": one(
+                "SELECT count(*) FROM conduit_work WHERE state IN ('ready','running','waiting')"
+            ),
+            "executions": one("SELECT count(*) FROM conduit_execution"),
+            "live_executions": one(
+                "SELECT count(*) FROM conduit_execution"
+                " WHERE state IN ('pending','running','parked')"
+            ),
+            "events": one("SELECT count(*) FROM conduit_event"),
+            "unrouted": one("SELECT count(*) FROM conduit_event WHERE disposition = ''"),
+            "waits": one("SELECT count(*) FROM conduit_wait"),
+            "active_waits": one("SELECT count(*) FROM conduit_wait WHERE state = 'active'"),
+            "mb": data.db.stat().st_size / 1e6,
+        }
+    finally:
+        con.close()

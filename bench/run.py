@@ -1,0 +1,140 @@
+"""The orchestrator: sizes, the histories, each benchmark in turn, the report.
+
+    .venv/bin/python -m bench            quick mode, writes bench/report.md
+    BENCH_FULL=1 .venv/bin/python -m bench   full sizes, writes bench/RESULTS.md
+
+Options: ``--only 1,3`` runs some benchmarks; ``--no-pg`` (or BENCH_PG=0) skips
+PostgreSQL; ``--keep`` (or BENCH_KEEP=1) keeps the data folders; ``--out PATH``.
+Progress goes to stderr. A benchmark that crashes is reported as such, the others
+still run, and the exit status is 1; a missed target never changes the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from . import history, load, readers, selection, throughput, worklist
+from .config import FULL, QUICK, TOY, Sizes
+from .pg import Postgres, find
+from .proc import ROOT, DataDir, Workspace, log, manage
+from .report import Section, Target, machine, write
+
+ALL = ("1", "2", "3", "4", "5")
+TITLES = {
+    "1": "Transaction throughput",
+    "2": "Cost follows the selection, not the history",
+    "3": "The Work list against Django admin",
+    "4": "Views never wait for writers",
+    "5": "Under load",
+}
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
+    parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5)")
+    parser.add_argument(
+        "--no-pg",
+        dest="pg",
+        action="store_false",
+        default=os.environ.get("BENCH_PG", "1").strip() not in ("0", "false", "no", "off"),
+    )
+    parser.add_argument("--keep", action="store_true", default=_flag("BENCH_KEEP"))
+    parser.add_argument("--out", type=Path, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    sizes: Sizes = TOY if args.toy else FULL if args.full else QUICK
+    only = {n.strip() for n in args.only.split(",") if n.strip()}
+    unknown = only - set(ALL)
+    if unknown:
+        raise SystemExit(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    out = args.out or ROOT / "bench" / ("RESULTS.md" if sizes is FULL else "report.md")
+    started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
+    ws = Workspace(keep=args.keep)
+    # Collected once per run; every child's settings (bench.settings) read it.
+    os.environ["BENCH_STATIC_ROOT"] = str(ws.root / "static")
+    log(f"{sizes.name} run in {ws.root}; report: {out}")
+    info = machine(ws.root)
+    pg: Postgres | None = None
+    pg_status = "not run (only benchmarks 3-5 selected)"
+    sections: dict[str, Section] = {}
+    failed = False
+
+    def attempt(number: str, fn: Callable[[], Section]) -> None:
+        nonlocal failed
+        if number not in only:
+            return
+        try:
+            sections[number] = fn()
+        except Exception as exc:  # one crash must not lose the other results
+            failed = True
+            log(f"benchmark {number} FAILED:\n{traceback.format_exc()}")
+            section = Section(number, TITLES[number], "The benchmark did not complete.")
+            section.add(f"```\n{type(exc).__name__}: {exc}\n```")
+            section.targets.append(Target("the benchmark ran", "crashed", "ran", False))
+            sections[number] = section
+
+    try:
+        if only & {"1", "2"}:
+            pg, pg_status = find(args.pg)
+            if pg is not None:
+                pg_status = pg.describe()
+            log(f"PostgreSQL: {pg_status}")
+        manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
+        if only & {"2", "3", "4", "5"}:
+            log(f"seed history: manage.py generate --works {sizes.seed:,}")
+            seed = history.seed(ws, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
+            log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
+        attempt("1", lambda: throughput.run(ws, sizes, pg))
+        built: dict[str, DataDir] = {}
+
+        def benchmark_2() -> Section:
+            section, built["small"], built["large"] = selection.run(ws, seed, sizes, pg)
+            return section
+
+        def history_of(key: str) -> DataDir:
+            if key not in built:
+                works = sizes.small if key == "small" else sizes.large
+                log(f"history: {works:,} Work")
+                built[key] = history.amplify(ws, seed, works, f"history-{key}")
+            return built[key]
+
+        attempt("2", benchmark_2)
+        attempt("3", lambda: worklist.run(ws, history_of("large"), sizes))
+        attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
+        attempt("5", lambda: load.run(ws, history_of("small"), sizes))
+    finally:
+        if pg is not None:
+            pg.close()
+        ws.close()
+    mode = {"toy": "Toy (smoke test)", "quick": "Quick", "full": "Full"}[sizes.name]
+    command = "BENCH_FULL=1 make bench" if sizes is FULL else "make bench"
+    for number in ALL:
+        if number not in sections:
+            sections[number] = Section(number, TITLES[number], "Not run (`--only`).")
+    write(
+        out,
+        mode=mode,
+        command=command,
+        machine_info=info,
+        postgres=pg_status,
+        sections=[sections[n] for n in ALL],
+        started=started_at,
+        seconds=time.monotonic() - started,
+    )
+    log(f"report written to {out}")
+    return 1 if failed else 0

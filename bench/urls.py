@@ -1,0 +1,8 @@
+"""The project's URLs plus the benchmark-only admin (bench.admin_site)."""
+
+from django.urls import path
+
+from bench.admin_site import site
+from conduit.urls import urlpatterns as project_urls
+
+urlpatterns = [path("bench-admin/", site.urls), *project_urls]
