@@ -144,6 +144,12 @@ def env_database_url(name: str) -> PostgresUrl | None:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
+    return parse_postgres_url(raw, name)
+
+
+def parse_postgres_url(raw: str, name: str = "the database URL") -> PostgresUrl:
+    """``raw`` parsed as ``env_database_url`` does; ``name`` says where it came from
+    in the error (which never echoes the URL: it may hold a password)."""
 
     def bad(why: str) -> ImproperlyConfigured:
         # Never echo the URL itself: it may hold a password.

@@ -31,6 +31,17 @@ caller fence every restored lease (``fence_leases`` in one control-plane transac
 run by ``manage.py backup restore`` in a child process opened on the restored file),
 and only then renames the database to ``conduit.sqlite3``. A database file under that
 name therefore means a complete, fenced restore.
+
+PostgreSQL (``create_pg_backup``, ``restore_pg_backup``): the bundle holds ``db.dump``
+in place of ``db.sqlite3``, a ``pg_dump`` custom-format file taken by
+``storage.pg.pg_dump_with``, which reads the versions and artifact references in the
+very snapshot it dumps (exported with ``pg_export_snapshot``): the dump and the artifact
+set agree even while writers commit. The artifact copy, its checks and the manifest
+(engine ``postgresql``, the server version under ``source``) are the ones above.
+Verifying checks every file and that ``pg_restore --list`` reads the dump; restoring
+needs an empty target database (no ``conduit_*`` table with a row), restores the dump
+in one transaction (``pg_restore --single-transaction``), copies the artifacts into an
+absent or empty data directory, then has the caller fence every restored lease.
 """
 
 from __future__ import annotations
@@ -43,13 +54,18 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from conduit.env import PostgresUrl
+
 from . import codec
 from .api import Tx
 from .artifacts import ArtifactMissing, FileArtifactStore, _write_meta
 from .bundle import (
     ARTIFACTS,
     DATABASE,
+    DUMP,
     MANIFEST,
+    POSTGRESQL,
+    SQLITE,
     BackupError,
     FileEntry,
     Manifest,
@@ -70,7 +86,7 @@ from .bundle import (
     publish,
     quiet,
 )
-from .errors import ArtifactError, RecordsNewer, SchemaNewer
+from .errors import ArtifactError, RecordsNewer, SchemaNewer, Unavailable
 from .records import (
     RECORD_FORMAT,
     SCHEMA_VERSION,
@@ -83,6 +99,7 @@ from .records import (
 __all__ = [
     "ARTIFACTS",
     "DATABASE",
+    "DUMP",
     "EXPIRED_PREFIX",
     "MANIFEST",
     "RESTORED_DATABASE",
@@ -92,11 +109,13 @@ __all__ = [
     "SnapshotRefs",
     "check_versions",
     "create_backup",
+    "create_pg_backup",
     "fence_leases",
     "load_manifest",
     "mark_retention_expired",
     "read_snapshot",
     "restore_backup",
+    "restore_pg_backup",
     "verify_backup",
 ]
 
@@ -179,11 +198,18 @@ def read_snapshot(path: Path) -> SnapshotRefs:
                 (RETENTION_NAMESPACE, len(EXPIRED_PREFIX), EXPIRED_PREFIX),
             )
         }
-        refs: dict[str, list[tuple[ArtifactRef, str]]] = {}
-        for (data,) in db.execute("SELECT data FROM conduit_execution ORDER BY id"):
-            x = codec.decode(Execution, data)
-            for ref in x.artifacts:
-                refs.setdefault(ref.id, []).append((ref, x.id))
+        records = [data for (data,) in db.execute("SELECT data FROM conduit_execution ORDER BY id")]
+    return _snapshot_refs(schema, fmt, expired, records)
+
+
+def _snapshot_refs(schema: int, fmt: int, expired: set[str], executions: list[str]) -> SnapshotRefs:
+    """Group the artifact references of the encoded ``executions`` of one snapshot (in
+    ID order): required, or omitted when only Executions in ``expired`` reference them."""
+    refs: dict[str, list[tuple[ArtifactRef, str]]] = {}
+    for data in executions:
+        x = codec.decode(Execution, data)
+        for ref in x.artifacts:
+            refs.setdefault(ref.id, []).append((ref, x.id))
     required: dict[str, tuple[ArtifactRef, ...]] = {}
     omitted: dict[str, tuple[ArtifactRef, tuple[str, ...]]] = {}
     for artifact_id, uses in sorted(refs.items()):
@@ -277,6 +303,99 @@ def _snapshot(database: Path, target: Path, say: Progress) -> None:
     fsync_file(target)
 
 
+# Create on PostgreSQL -------------------------------------------------------------------
+
+
+def read_pg_snapshot(using: str = "view") -> tuple[SnapshotRefs, str]:
+    """Versions, artifact references and the server version, read on ``using`` in
+    its open transaction: run inside ``pg_dump_with`` it reads the dumped snapshot."""
+    from django.db import connections
+
+    with connections[using].cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server = str(cursor.fetchone()[0])
+        cursor.execute("SELECT key, value FROM conduit_meta")
+        meta = dict(cursor.fetchall())
+        schema, fmt = int(meta.get("schema_version", 1)), int(meta.get("record_format", 1))
+        check_versions(schema, fmt, "the database")
+        cursor.execute("SELECT key FROM conduit_kv WHERE namespace = %s", [RETENTION_NAMESPACE])
+        expired = {
+            key.removeprefix(EXPIRED_PREFIX)
+            for (key,) in cursor.fetchall()
+            if key.startswith(EXPIRED_PREFIX)
+        }
+        cursor.execute("SELECT data FROM conduit_execution ORDER BY id")
+        records = [data for (data,) in cursor.fetchall()]
+    return _snapshot_refs(schema, fmt, expired, records), server
+
+
+def create_pg_backup(
+    artifact_root: Path,
+    dest: Path,
+    *,
+    using: str = "view",
+    progress: Progress | None = None,
+    build: Mapping[str, str] | None = None,
+) -> Manifest:
+    """Write a complete bundle of the PostgreSQL database behind ``using`` and the
+    committed artifacts it references into ``dest`` (absent or empty): one
+    ``pg_dump_with`` writes ``db.dump`` and reads the references in the same snapshot;
+    then the artifact copy and manifest of ``create_backup``. On any failure nothing
+    is left in ``dest``."""
+    from django.db import connections
+
+    from .pg import pg_dump_with
+
+    say = progress or quiet
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise BackupError(f"{dest} exists and is not an empty directory")
+    created = not dest.exists()
+
+    def read(_tx: Tx) -> tuple[SnapshotRefs, str]:
+        say("database snapshot: exported; reading the artifact references in it")
+        return read_pg_snapshot(using)
+
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            refs, server = pg_dump_with(dest / DUMP, read, using=using)
+        except Unavailable as exc:
+            raise BackupError(f"database dump failed: {exc}") from exc
+        files = [file_entry(dest, DUMP)]
+        say(f"database snapshot: {files[0].size} bytes dumped")
+        copied, copied_files = _copy_artifacts(artifact_root, refs.required, dest, say)
+        files += copied_files
+        s = connections[using].settings_dict
+        where = f"{s['HOST'] or 'local socket'}:{s['PORT'] or 5432}/{s['NAME']}"
+        manifest = Manifest(
+            schema_version=refs.schema_version,
+            record_format=refs.record_format,
+            created_at_ns=time.time_ns(),
+            files=tuple(files),
+            artifacts=tuple(copied),
+            omitted=tuple(
+                OmittedArtifact(ref, executions) for ref, executions in refs.omitted.values()
+            ),
+            build=dict(build if build is not None else build_metadata()),
+            source={
+                "database": f"postgresql://{where}",  # never the password
+                "server_version": server,
+                "artifacts": str(artifact_root),
+            },
+            engine=POSTGRESQL,
+        )
+        fsync_tree(dest)
+        publish(dest / MANIFEST, manifest.to_json().encode())
+    except BaseException:
+        empty_dir(dest, remove=created)
+        raise
+    say(
+        f"backup complete: {len(manifest.artifacts)} artifacts copied, "
+        f"{len(manifest.omitted)} omitted (retention expired)"
+    )
+    return manifest
+
+
 def _copy_artifacts(
     root: Path,
     required: Mapping[str, tuple[ArtifactRef, ...]],
@@ -344,14 +463,24 @@ def verify_backup(bundle: Path, *, progress: Progress | None = None) -> Manifest
     """Check a bundle is a complete restore point: manifest present and valid, versions
     not newer than this code, every listed file's size and SHA-256, the snapshot's
     ``integrity_check``, and every artifact the snapshot references either copied or
-    listed as omitted. Raises ``BackupError`` (or ``SchemaNewer``/``RecordsNewer``)."""
+    listed as omitted. Raises ``BackupError`` (or ``SchemaNewer``/``RecordsNewer``).
+
+    A PostgreSQL bundle's dump is checked by ``pg_restore --list`` (it reads the whole
+    table of contents) instead: reading its references would need a server, and
+    ``create_pg_backup`` read them in the dumped snapshot itself."""
     say = progress or quiet
     manifest = load_manifest(bundle)
     check_versions(manifest.schema_version, manifest.record_format, f"the bundle {bundle}")
     problems: list[str] = []
     listed = {entry.path: entry for entry in manifest.files}
-    if DATABASE not in listed:
-        raise BackupError(f"{bundle}/{MANIFEST} lists no {DATABASE}")
+    database = manifest.database_file
+    if database not in listed:
+        raise BackupError(f"{bundle}/{MANIFEST} lists no {database}")
+    stray = ({DATABASE, DUMP} - {database}) & listed.keys()
+    if stray:
+        raise BackupError(
+            f"{bundle}/{MANIFEST} is invalid: a {manifest.engine} bundle lists {stray.pop()}"
+        )
     for number, entry in enumerate(manifest.files, 1):
         path = bundle_path(bundle, entry.path)
         say(f"verify {number}/{len(manifest.files)}: {entry.path}")
@@ -370,6 +499,12 @@ def verify_backup(bundle: Path, *, progress: Progress | None = None) -> Manifest
             )
     if problems:
         raise BackupError(f"{bundle} failed verification: " + "; ".join(problems))
+    if manifest.engine == POSTGRESQL:
+        _check_dump(bundle / DUMP)
+        _check_copied(manifest, listed, problems)
+        if problems:
+            raise BackupError(f"{bundle} failed verification: " + "; ".join(problems))
+        return manifest
     snapshot = bundle / DATABASE
     try:
         with closing(_open_snapshot(snapshot)) as db:
@@ -408,12 +543,34 @@ def _check_references(
         problems.append(f"artifact {artifact_id} of an expired Execution is not listed")
     for artifact_id in sorted(omitted - refs.omitted.keys()):
         problems.append(f"artifact {artifact_id} is omitted but its retention did not expire")
-    for ref in copied.values():
+    _check_copied(manifest, listed, problems)
+
+
+def _check_copied(manifest: Manifest, listed: Mapping[str, FileEntry], problems: list[str]) -> None:
+    for ref in manifest.artifacts:
         data = listed.get(f"{artifact_path(ref.id)}/data")
         if data is None or f"{artifact_path(ref.id)}/meta.json" not in listed:
             problems.append(f"artifact {ref.id} has no data or meta.json in the bundle")
         elif (data.size, data.sha256) != (ref.size, ref.sha256):
             problems.append(f"artifact {ref.id}'s data does not match its reference")
+
+
+# The tables whose data a Conduit dump must hold.
+_DUMPED_TABLES = ("conduit_meta", "conduit_execution", "conduit_kv", "conduit_work")
+
+
+def _check_dump(dump: Path) -> None:
+    """``dump`` is a readable pg_dump archive holding the coordination tables' data."""
+    from .pg import pg_dump_contents
+
+    try:
+        contents = pg_dump_contents(dump)
+    except Unavailable as exc:
+        raise BackupError(f"{dump} is not a readable PostgreSQL dump: {exc}") from exc
+    data = [line.split() for line in contents.splitlines() if " TABLE DATA " in line]
+    missing = [t for t in _DUMPED_TABLES if not any(t in words for words in data)]
+    if missing:
+        raise BackupError(f"{dump} holds no data of {', '.join(missing)}")
 
 
 # Restore -------------------------------------------------------------------------------
@@ -440,16 +597,12 @@ def restore_backup(
             "directory of a stopped console"
         )
     manifest = verify_backup(bundle, progress=say)
+    if manifest.engine != SQLITE:
+        raise BackupError(f"{bundle} is a {manifest.engine} bundle, not a SQLite one")
     created = not data_dir.exists()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        FileArtifactStore(data_dir / ARTIFACTS)  # the store's layout: shards, tmp/
-        entries = [e for e in manifest.files if e.path != DATABASE]
-        for number, entry in enumerate(entries, 1):
-            target = data_dir / PurePosixPath(entry.path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            say(f"restore {number}/{len(entries)}: {entry.path}")
-            _restore_file(bundle, entry, target, say)
+        _restore_artifacts(bundle, manifest, data_dir, say)
         (database_entry,) = (e for e in manifest.files if e.path == DATABASE)
         pending = data_dir / f"{RESTORED_DATABASE}.restoring"
         _restore_file(bundle, database_entry, pending, say)
@@ -458,6 +611,78 @@ def restore_backup(
         _settle(pending)
         os.rename(pending, data_dir / RESTORED_DATABASE)
         fsync_dir(data_dir)
+    except BaseException:
+        empty_dir(data_dir, remove=created)
+        raise
+    return manifest, fenced
+
+
+def _restore_artifacts(bundle: Path, manifest: Manifest, data_dir: Path, say: Progress) -> None:
+    FileArtifactStore(data_dir / ARTIFACTS)  # the store's layout: shards, tmp/
+    entries = [e for e in manifest.files if e.path != manifest.database_file]
+    for number, entry in enumerate(entries, 1):
+        target = data_dir / PurePosixPath(entry.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        say(f"restore {number}/{len(entries)}: {entry.path}")
+        _restore_file(bundle, entry, target, say)
+
+
+def restore_pg_backup(
+    bundle: Path,
+    data_dir: Path,
+    target: PostgresUrl,
+    *,
+    fence: Callable[[], list[str]],
+    progress: Progress | None = None,
+) -> tuple[Manifest, list[str]]:
+    """Restore a verified PostgreSQL bundle: the dump into the empty database
+    ``target``, the artifacts into ``data_dir/artifacts`` (``data_dir`` absent or
+    empty). ``fence()`` must then fence every lease of the restored database (in
+    ``target``) and return the attempts fenced. Returns the manifest and those.
+
+    The dump is restored in one transaction, so a failed ``pg_restore`` leaves
+    ``target`` as it was; on any failure ``data_dir`` is left empty (or absent). A
+    failure of ``fence`` after the restore committed leaves ``target`` holding the
+    restored but unfenced state: the error says so, and the database must be dropped
+    (or emptied) before restoring again."""
+    from .pg import pg_restore_dump, pg_tables_with_rows
+
+    say = progress or quiet
+    if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
+        raise BackupError(
+            f"{data_dir} is not empty: restore only into an absent or empty data "
+            "directory of a stopped console"
+        )
+    manifest = verify_backup(bundle, progress=say)
+    if manifest.engine != POSTGRESQL:
+        raise BackupError(f"{bundle} is a {manifest.engine} bundle, not a PostgreSQL one")
+    try:
+        filled = pg_tables_with_rows(target)
+    except Unavailable as exc:
+        raise BackupError(f"cannot inspect the target database: {exc}") from exc
+    if filled:
+        raise BackupError(
+            f"the target database {target.name!r} is not empty ({', '.join(filled)} "
+            "hold rows): restore only into an empty database (CREATE DATABASE a new one)"
+        )
+    created = not data_dir.exists()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        _restore_artifacts(bundle, manifest, data_dir, say)
+        fsync_tree(data_dir)
+        say(f"restore database: pg_restore into {target.name!r}")
+        try:
+            pg_restore_dump(bundle / DUMP, target=target)
+        except Unavailable as exc:
+            raise BackupError(f"restoring the database failed: {exc}") from exc
+        try:
+            fenced = fence()
+        except BaseException as exc:
+            raise BackupError(
+                f"the database was restored into {target.name!r} but its leases were not "
+                f"fenced ({exc}): do not start anything on it; drop or empty it and "
+                "restore again"
+            ) from exc
     except BaseException:
         empty_dir(data_dir, remove=created)
         raise

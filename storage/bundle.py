@@ -1,7 +1,8 @@
 """The backup bundle: its manifest and the file operations that build and read it.
 
 ``storage.backup`` makes, verifies and restores bundles; this module says what one is.
-A bundle is a directory holding ``db.sqlite3`` (the database snapshot),
+A bundle is a directory holding ``db.sqlite3`` (the database snapshot; on PostgreSQL
+``db.dump``, a ``pg_dump`` custom-format file taken in one snapshot),
 ``artifacts/objects/<aa>/<id>/{data,meta.json}`` (the artifact store's own layout) and
 ``manifest.json``, which is written last (temp file, fsync, rename): versions, build
 metadata, every file's size and SHA-256, and the artifacts copied and omitted. Paths in
@@ -33,6 +34,10 @@ from .records import ArtifactRef
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
 DATABASE = "db.sqlite3"
+DUMP = "db.dump"  # the database of a PostgreSQL bundle
+SQLITE, POSTGRESQL = "sqlite", "postgresql"
+# The database file of each engine's bundle.
+DATABASE_FILES = {SQLITE: DATABASE, POSTGRESQL: DUMP}
 ARTIFACTS = "artifacts"
 OMITTED_REASON = "retention_expired"
 
@@ -73,6 +78,12 @@ class Manifest:
     omitted: tuple[OmittedArtifact, ...] = ()
     build: Mapping[str, str] = field(default_factory=dict)
     source: Mapping[str, str] = field(default_factory=dict)
+    engine: str = SQLITE  # the database engine the bundle was taken from
+
+    @property
+    def database_file(self) -> str:
+        """The bundle's database file: ``db.sqlite3`` or ``db.dump``."""
+        return DATABASE_FILES[self.engine]
 
     def to_json(self) -> str:
         doc = {
@@ -120,6 +131,10 @@ def parse_manifest(text: str) -> Manifest:
         for o in _field(doc, "omitted", list)
     )
     artifacts = tuple(_ref(a) for a in _field(doc, "artifacts", list))
+    # Bundles from before PostgreSQL support carry no engine: they are SQLite.
+    engine = _field(doc, "engine", str) if "engine" in doc else SQLITE
+    if engine not in DATABASE_FILES:
+        raise ValueError(f"unknown database engine {engine!r}")
     for ref in artifacts:
         artifact_path(ref.id)  # a copied artifact's ID names its path: no traversal
     return Manifest(
@@ -131,6 +146,7 @@ def parse_manifest(text: str) -> Manifest:
         omitted=omitted,
         build={str(k): str(v) for k, v in _field(doc, "build", dict).items()},
         source={str(k): str(v) for k, v in _field(doc, "source", dict).items()},
+        engine=engine,
     )
 
 
@@ -231,7 +247,7 @@ def bundle_path(bundle: Path, rel: str) -> Path:
     parts = PurePosixPath(rel).parts
     if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
         raise BackupError(f"{bundle}/{MANIFEST} is invalid: it names the path {rel!r}")
-    if rel != DATABASE and not rel.startswith(f"{ARTIFACTS}/objects/"):
+    if rel not in (DATABASE, DUMP) and not rel.startswith(f"{ARTIFACTS}/objects/"):
         raise BackupError(f"{bundle}/{MANIFEST} is invalid: unexpected file {rel!r}")
     return bundle.joinpath(*parts)
 

@@ -16,14 +16,19 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections, transaction
+
+from conduit.env import PostgresUrl
 
 from .api import Tx
 from .clock import wall_clock
 from .core import TxScope
 from .errors import Unavailable
+
+if TYPE_CHECKING:  # psycopg is the optional [postgres] dependency: imported when used
+    import psycopg
 
 # libpq connection options a DATABASE_URL may carry, as the environment variables the
 # command-line tools read.
@@ -74,24 +79,86 @@ def _libpq_env(using: str, dbname: str | None = None) -> dict[str, str]:
     if conn.vendor != "postgresql":
         raise Unavailable(f"database alias {using!r} is {conn.vendor}, not PostgreSQL")
     s: dict[str, Any] = conn.settings_dict
-    env = dict(os.environ)
-    # Start from a clean slate: a stray PGSERVICE or PGHOST must not redirect the dump.
-    for key in [k for k in env if k.startswith("PG")]:
-        del env[key]
+    return _env_for(
+        PostgresUrl(
+            name=dbname or s["NAME"],
+            user=s["USER"] or "",
+            password=s["PASSWORD"] or "",
+            host=s["HOST"] or "",
+            port=str(s["PORT"] or ""),
+            options={k: str(v) for k, v in s.get("OPTIONS", {}).items() if k in _ENV_FOR_OPTION},
+        )
+    )
+
+
+def _clean_env() -> dict[str, str]:
+    # Start from a clean slate: a stray PGSERVICE or PGHOST must not redirect a tool.
+    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+
+
+def _env_for(target: PostgresUrl) -> dict[str, str]:
+    """The environment that points libpq tools at ``target``."""
     fields = {
-        "PGDATABASE": dbname or s["NAME"],
-        "PGUSER": s["USER"],
-        "PGPASSWORD": s["PASSWORD"],
-        "PGHOST": s["HOST"],
-        "PGPORT": str(s["PORT"] or ""),
+        "PGDATABASE": target.name,
+        "PGUSER": target.user,
+        "PGPASSWORD": target.password,
+        "PGHOST": target.host,
+        "PGPORT": target.port,
     }
-    options = s.get("OPTIONS", {})
+    options = target.options
     fields |= {var: str(options[opt]) for opt, var in _ENV_FOR_OPTION.items() if opt in options}
-    env |= {k: v for k, v in fields.items() if v}
-    return env
+    return _clean_env() | {k: v for k, v in fields.items() if v}
 
 
-def _run(argv: list[str], env: dict[str, str], what: str) -> None:
+def pg_connect(target: PostgresUrl) -> psycopg.Connection[Any]:
+    """An autocommit psycopg connection to ``target`` (outside Django's aliases)."""
+    import psycopg
+
+    params: dict[str, Any] = {
+        "dbname": target.name,
+        "user": target.user,
+        "password": target.password,
+        "host": target.host,
+        "port": target.port,
+        **target.options,
+    }
+    try:
+        return psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True)
+    except psycopg.Error as exc:
+        raise Unavailable(f"cannot connect to database {target.name!r}: {exc}") from exc
+
+
+def pg_tables_with_rows(target: PostgresUrl, prefix: str = "conduit_") -> list[str]:
+    """The tables named ``prefix*`` of ``target`` (any schema but the system ones)
+    holding at least one row, as ``schema.table``."""
+    from psycopg import sql
+
+    with pg_connect(target) as conn:
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+            " WHERE table_type = 'BASE TABLE' AND starts_with(table_name, %s)"
+            " AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+            " ORDER BY 1, 2",
+            [prefix],
+        ).fetchall()
+        found = []
+        for schema, table in tables:
+            query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {}.{})").format(
+                sql.Identifier(schema), sql.Identifier(table)
+            )
+            row = conn.execute(query).fetchone()
+            if row is not None and row[0]:
+                found.append(f"{schema}.{table}")
+    return found
+
+
+def pg_dump_contents(src: Path) -> str:
+    """The table of contents of a ``pg_dump`` custom-format file (``pg_restore
+    --list``): reading it checks the file is a readable dump. Needs no server."""
+    return _run([pg_tool("pg_restore"), "--list", str(src)], _clean_env(), "pg_restore --list")
+
+
+def _run(argv: list[str], env: dict[str, str], what: str) -> str:
     try:
         result = subprocess.run(  # noqa: S603 - fixed argv, no shell
             argv,
@@ -106,6 +173,7 @@ def _run(argv: list[str], env: dict[str, str], what: str) -> None:
         raise Unavailable(f"{what} failed: {exc}") from exc
     if result.returncode != 0:
         raise Unavailable(f"{what} failed (exit {result.returncode}): {result.stderr.strip()}")
+    return result.stdout
 
 
 def pg_dump_snapshot(dest: Path, *, using: str = "view") -> None:
@@ -165,15 +233,23 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def pg_restore_dump(src: Path, *, using: str = "default", dbname: str | None = None) -> None:
+def pg_restore_dump(
+    src: Path,
+    *,
+    using: str = "default",
+    dbname: str | None = None,
+    target: PostgresUrl | None = None,
+) -> None:
     """Restore a ``pg_dump_snapshot`` file into the database behind ``using`` (or the
-    database ``dbname`` on the same server), replacing the objects it contains.
+    database ``dbname`` on the same server, or ``target``, any database a URL names),
+    replacing the objects it contains.
 
     One transaction (``--single-transaction``): a failed restore leaves the database
     as it was. Ownership is not restored (``--no-owner``): the objects belong to the
     connecting role, which may differ from the one that took the dump. The caller
     fences leases afterwards, as on SQLite.
     """
+    name = target.name if target else dbname or connections[using].settings_dict["NAME"]
     argv = [
         pg_tool("pg_restore"),
         "--clean",
@@ -183,7 +259,8 @@ def pg_restore_dump(src: Path, *, using: str = "default", dbname: str | None = N
         "--single-transaction",
         "--exit-on-error",
         "--no-password",
-        f"--dbname={dbname or connections[using].settings_dict['NAME']}",
+        f"--dbname={name}",
         str(src),
     ]
-    _run(argv, _libpq_env(using, dbname), "pg_restore")
+    env = _env_for(target) if target is not None else _libpq_env(using, dbname)
+    _run(argv, env, "pg_restore")

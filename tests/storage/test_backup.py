@@ -243,6 +243,17 @@ def test_a_manifest_naming_a_path_outside_the_bundle_is_refused(
         backup("verify", str(bundle))
 
 
+def test_a_sqlite_bundle_refuses_a_database_url(
+    tmp_path: Path, artifacts: FileArtifactStore
+) -> None:
+    bundle, _ = small_bundle(tmp_path, artifacts)
+    restored = tmp_path / "restored"
+    url = "postgres://u:p@localhost/db"
+    with pytest.raises(CommandError, match=r"SQLite bundle: .*--database-url is for PostgreSQL"):
+        backup("restore", str(bundle), str(restored), "--database-url", url)
+    assert not restored.exists()
+
+
 def test_restore_into_a_non_empty_folder_is_refused(
     tmp_path: Path, artifacts: FileArtifactStore
 ) -> None:
