@@ -67,7 +67,7 @@ class WorkListPage:
 
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
-    the stamp (2), the page (1, 2 when paging back past the start), the facets (5)."""
+    the stamp (2), the page (1, 2 when paging back past the start), the facets (1)."""
 
     def read(tx: Tx) -> WorkListPage | None:
         stamp = stamp_of(tx)
