@@ -243,27 +243,48 @@ def create_backup(
     try:
         dest.mkdir(parents=True, exist_ok=True)
         _snapshot(database, dest / DATABASE, say)
-        files = [file_entry(dest, DATABASE)]
         refs = read_snapshot(dest / DATABASE)
-        copied, copied_files = _copy_artifacts(artifact_root, refs.required, dest, say)
-        files += copied_files
-        manifest = Manifest(
-            schema_version=refs.schema_version,
-            record_format=refs.record_format,
-            created_at_ns=time.time_ns(),
-            files=tuple(files),
-            artifacts=tuple(copied),
-            omitted=tuple(
-                OmittedArtifact(ref, executions) for ref, executions in refs.omitted.values()
-            ),
-            build=dict(build if build is not None else build_metadata()),
-            source={"database": str(database), "artifacts": str(artifact_root)},
+        source = {"database": str(database), "artifacts": str(artifact_root)}
+        return _complete_bundle(
+            dest, DATABASE, refs, artifact_root, source=source, build=build, say=say
         )
-        fsync_tree(dest)
-        publish(dest / MANIFEST, manifest.to_json().encode())
     except BaseException:
         empty_dir(dest, remove=created)
         raise
+
+
+def _complete_bundle(
+    dest: Path,
+    database_file: str,
+    refs: SnapshotRefs,
+    artifact_root: Path,
+    *,
+    source: Mapping[str, str],
+    build: Mapping[str, str] | None,
+    say: Progress,
+    engine: str = SQLITE,
+) -> Manifest:
+    """What every engine's backup does after its snapshot: copy and verify the
+    referenced artifacts, then publish the manifest last (a bundle without one is no
+    restore point)."""
+    files = [file_entry(dest, database_file)]
+    copied, copied_files = _copy_artifacts(artifact_root, refs.required, dest, say)
+    files += copied_files
+    manifest = Manifest(
+        schema_version=refs.schema_version,
+        record_format=refs.record_format,
+        created_at_ns=time.time_ns(),
+        files=tuple(files),
+        artifacts=tuple(copied),
+        omitted=tuple(
+            OmittedArtifact(ref, executions) for ref, executions in refs.omitted.values()
+        ),
+        build=dict(build if build is not None else build_metadata()),
+        source=dict(source),
+        engine=engine,
+    )
+    fsync_tree(dest)
+    publish(dest / MANIFEST, manifest.to_json().encode())
     say(
         f"backup complete: {len(manifest.artifacts)} artifacts copied, "
         f"{len(manifest.omitted)} omitted (retention expired)"
@@ -361,39 +382,20 @@ def create_pg_backup(
             refs, server = pg_dump_with(dest / DUMP, read, using=using)
         except Unavailable as exc:
             raise BackupError(f"database dump failed: {exc}") from exc
-        files = [file_entry(dest, DUMP)]
-        say(f"database snapshot: {files[0].size} bytes dumped")
-        copied, copied_files = _copy_artifacts(artifact_root, refs.required, dest, say)
-        files += copied_files
+        say(f"database snapshot: {(dest / DUMP).stat().st_size} bytes dumped")
         s = connections[using].settings_dict
         where = f"{s['HOST'] or 'local socket'}:{s['PORT'] or 5432}/{s['NAME']}"
-        manifest = Manifest(
-            schema_version=refs.schema_version,
-            record_format=refs.record_format,
-            created_at_ns=time.time_ns(),
-            files=tuple(files),
-            artifacts=tuple(copied),
-            omitted=tuple(
-                OmittedArtifact(ref, executions) for ref, executions in refs.omitted.values()
-            ),
-            build=dict(build if build is not None else build_metadata()),
-            source={
-                "database": f"postgresql://{where}",  # never the password
-                "server_version": server,
-                "artifacts": str(artifact_root),
-            },
-            engine=POSTGRESQL,
+        source = {
+            "database": f"postgresql://{where}",  # never the password
+            "server_version": server,
+            "artifacts": str(artifact_root),
+        }
+        return _complete_bundle(
+            dest, DUMP, refs, artifact_root, source=source, build=build, say=say, engine=POSTGRESQL
         )
-        fsync_tree(dest)
-        publish(dest / MANIFEST, manifest.to_json().encode())
     except BaseException:
         empty_dir(dest, remove=created)
         raise
-    say(
-        f"backup complete: {len(manifest.artifacts)} artifacts copied, "
-        f"{len(manifest.omitted)} omitted (retention expired)"
-    )
-    return manifest
 
 
 def _copy_artifacts(
