@@ -7,7 +7,6 @@ and dropped after."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -21,14 +20,15 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import connections
 from pytest_django import Settings as SettingsWrapper
 
-from storage import ArtifactRef, Execution, Guard, LeaseRef, Tx, Work, seconds
+from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
 from storage.backup import DUMP, MANIFEST, create_pg_backup
 
+from .backup_support import AFTER_RESTORE, WRITER, attach, backup, publish, small_bundle
 from .proc import PRELUDE, ROOT, finish, spawn
 
 pytestmark = [
@@ -41,31 +41,6 @@ pytestmark = [
 def artifacts(tmp_path: Path, settings: SettingsWrapper) -> FileArtifactStore:
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
     return FileArtifactStore(settings.ARTIFACT_DIR)
-
-
-def publish(store: FileArtifactStore, body: bytes) -> ArtifactRef:
-    with store.create("text/plain") as writer:
-        writer.write(body)
-        return writer.commit()
-
-
-def attach(work_id: str, execution_id: str, *refs: ArtifactRef, lease_ttl: int = 0) -> None:
-    """A Work with one attempt carrying ``refs``; claimed when ``lease_ttl``."""
-    from storage.orm import OrmStore
-
-    def fn(tx: Tx) -> None:
-        tx.put_work(Work(id=work_id, kind="backup.test"))
-        tx.put_execution(Execution(id=execution_id, work_id=work_id, attempt=1, artifacts=refs))
-        if lease_ttl:
-            tx.claim(execution_id, "host-a", tx.now + lease_ttl)
-
-    OrmStore().transact(Guard(), fn)
-
-
-def backup(*args: str) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    call_command("backup", *args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
 
 
 def url_of(name: str) -> str:
@@ -120,42 +95,7 @@ def run_on_database(name: str, body: str, *args: str) -> str:
     return done.stdout
 
 
-def small_bundle(tmp_path: Path, artifacts: FileArtifactStore) -> tuple[Path, ArtifactRef]:
-    ref = publish(artifacts, b"build log\n" * 100)
-    attach("w1", "x1", ref)
-    bundle = tmp_path / "bundle"
-    backup("create", str(bundle))
-    return bundle, ref
-
-
 # Round trip ---------------------------------------------------------------------------
-
-WRITER = """
-from django.conf import settings
-from storage.artifacts import FileArtifactStore
-stop = Path(sys.argv[1])
-artifacts = FileArtifactStore(settings.ARTIFACT_DIR)
-store = OrmStore()
-
-def step(tx, ref):
-    try:
-        n = int(tx.kv_get("backup", "counter")) + 1
-    except NotFound:
-        n = 1
-    # One transaction: a Work, its attempt with its artifact, the counter.
-    tx.put_work(Work(id=f"bw-{n}", kind="backup.writer"))
-    tx.put_execution(Execution(id=f"bx-{n}", work_id=f"bw-{n}", attempt=1, artifacts=(ref,)))
-    tx.kv_put("backup", "counter", str(n).encode())
-    return n
-
-while not stop.exists():
-    with artifacts.create("text/plain") as writer:  # published before it is attached
-        writer.write(os.urandom(2048))
-        ref = writer.commit()
-    n = store.transact(Guard(), lambda tx: step(tx, ref))
-    sys.stdout.write(f"{n}\\n")
-    sys.stdout.flush()
-"""
 
 
 COUNTER = "SELECT value FROM conduit_kv WHERE namespace = 'backup' AND key = 'counter'"
@@ -300,20 +240,6 @@ def test_restore_into_a_non_empty_database_is_refused(
 
 
 # Fencing after restore ----------------------------------------------------------------
-
-AFTER_RESTORE = """
-lease = LeaseRef(*json.loads(sys.argv[1]))
-store = OrmStore()
-def renew(tx):
-    tx.renew(lease, tx.now + seconds(60))
-try:
-    store.transact(Guard(lease=lease), renew)
-    stale = "committed"
-except Fenced:
-    stale = "fenced"
-x = store.transact(Guard(), lambda tx: tx.claim("x1", "host-b", tx.now + seconds(30)))
-print(json.dumps({"stale": stale, "owner": x.owner, "epoch": x.epoch}))
-"""
 
 
 @pytest.mark.multiprocess
