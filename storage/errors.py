@@ -61,3 +61,13 @@ class RecordsNewer(StorageError):
 
 class Unavailable(StorageError):
     """The backend failed (database locked past its timeout, disk error, closed store)."""
+
+
+class Busy(StorageError):
+    """A run record is owned by another Session (run records' ErrBusy). Raised at once:
+    ``acquire`` never waits for the owner to let go."""
+
+
+class Corrupt(StorageError):
+    """Stored bytes do not decode into a record (invalid UTF-8, an unpaired surrogate,
+    malformed JSON or a field of the wrong type). Nothing is repaired or guessed."""
