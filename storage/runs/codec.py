@@ -248,13 +248,18 @@ def _from_json(cls: type, document: Any, path: str) -> Any:
         raise Corrupt(f"{path}: unknown fields {sorted(unknown)}")
     kwargs: dict[str, Any] = {}
     for name, attr, kind in fields:
-        if name not in document:
-            continue  # the dataclass default (Go's zero value)
-        kwargs[attr] = _value(kind, document[name], f"{path}.{name}")
+        if name in document:
+            kwargs[attr] = _value(kind, document[name], f"{path}.{name}")
+        elif isinstance(kind, str | tuple):
+            # Go writes and reads a missing field as its zero value (omitempty).
+            kwargs[attr] = _ZERO[kind if isinstance(kind, str) else kind[0]]
+        elif kind in _FIELDS:
+            kwargs[attr] = None
     try:
         return cls(**kwargs)
-    except TypeError as exc:  # a required field missing
-        raise Corrupt(f"{path}: {exc}") from None
+    except TypeError:  # an enum field (no zero value) is missing
+        missing = [name for name, _, _ in fields if name not in document]
+        raise Corrupt(f"{path}: missing {', '.join(missing)}") from None
 
 
 def _value(kind: Kind, value: Any, path: str) -> Any:
@@ -318,6 +323,7 @@ def _bytes(value: Any, path: str) -> bytes:
         raise Corrupt(f"{path}: not standard base64") from None
 
 
+_ZERO: Mapping[str, Any] = {"str": "", "int": 0, "bool": False, "bytes": b"", "list": (), "map": {}}
 _SCALARS: Mapping[str, Callable[[Any, str], Any]] = {
     "str": _string,
     "int": _integer,
