@@ -4,11 +4,9 @@ nothing; each single change to it reports exactly the violation it makes."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -19,24 +17,14 @@ from storage.errors import StorageError
 from storage.runs import (
     AttemptRecord,
     AttemptState,
-    ManagedRecord,
-    MessageAttemptRecord,
-    NodeReason,
-    NodeRecord,
-    PendingMessage,
     RunRecord,
-    ScopeRecord,
-    StreamDescriptorRecord,
-    StreamRecord,
-    Terminal,
-    ValueRecord,
-    ValueState,
     decode,
     encode,
 )
 from storage.runs.validate import RULES, Finding, path_key, validate_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "runs"
+from .runs_support import FIXTURES, RECORDS, valid_record
+from .runs_support import PROVIDES as ANY_PROVIDES
 
 # What the valid record's nodes Provide (the graph definition's side of node-outputs).
 PROVIDES = {
@@ -47,10 +35,6 @@ PROVIDES = {
     "lookup": {"customer"},
     "audit": {"summary", "alerts"},
 }
-
-
-def valid_record() -> RunRecord:
-    return decode((FIXTURES / "valid.json").read_bytes())
 
 
 def test_the_valid_record_reports_nothing() -> None:
@@ -185,110 +169,6 @@ def test_paths_quote_keys_as_json() -> None:
     assert path_key("\ud800") == '["\\ud800"]'
 
 
-# Arbitrary well-typed records. IDs and names come from small pools so that references
-# resolve often enough to reach the deeper checks (groups, chains, containers).
-_IDS = st.sampled_from(["ab" * 16, "cd" * 16, "ef" * 16, "", "AB" * 16, "\ud800"])
-_NAMES = st.sampled_from(["a", "b", "", "retry@0"])
-_SMALL = st.integers(-1, 4)
-_DIGESTS = st.sampled_from(["", hashlib.sha256(b"").hexdigest(), hashlib.sha256(b"x").hexdigest()])
-
-
-def _states(enum: Any) -> st.SearchStrategy[Any]:
-    return st.sampled_from([*enum, "bogus"])
-
-
-_VALUES = st.builds(
-    ValueRecord,
-    name=_NAMES,
-    type_id=_NAMES,
-    version=_NAMES,
-    state=_states(ValueState),
-    digest=_DIGESTS,
-    data=st.sampled_from([b"", b"x"]),
-    stream=st.none()
-    | st.builds(
-        StreamDescriptorRecord,
-        source_id=_IDS,
-        writer_attempt=_IDS,
-        capacity=_SMALL,
-        terminal=_states(Terminal),
-    ),
-)
-_TUPLES = st.lists(_VALUES, max_size=3).map(tuple)
-_NODES = st.builds(
-    NodeRecord, node_id=_NAMES, attempt=_IDS, reason=_states(NodeReason), outputs=_TUPLES
-)
-_SCOPES = st.builds(
-    ScopeRecord,
-    graph=_NAMES,
-    path=_NAMES,
-    inputs=_NAMES,
-    nodes=st.dictionaries(_NAMES, _NODES, max_size=3),
-    bindings=st.booleans(),
-)
-_ATTEMPTS = st.builds(
-    AttemptRecord,
-    parent=_IDS,
-    node_id=_NAMES,
-    boundary=st.sampled_from(["", "retry@0", "retry@1"]),
-    index=_SMALL,
-    limit=_SMALL,
-    state=_states(AttemptState),
-)
-_STREAMS = st.builds(
-    StreamRecord,
-    scope=_IDS,
-    node_id=_NAMES,
-    key=_NAMES,
-    group=_NAMES,
-    generation=_SMALL,
-    source_id=_IDS,
-    resumable=st.booleans(),
-    last_sequence=_SMALL,
-    acked_through=_SMALL,
-    pending=st.lists(
-        st.builds(PendingMessage, sequence=_SMALL, acked=st.booleans()), max_size=3
-    ).map(tuple),
-    cursor=_NAMES,
-)
-_MESSAGES = st.builds(
-    MessageAttemptRecord,
-    source=_IDS,
-    group=_NAMES,
-    sequence=_SMALL,
-    scope=_IDS,
-    parent=_IDS,
-    node_id=_NAMES,
-    index=_SMALL,
-    limit=_SMALL,
-    state=_states(AttemptState),
-)
-_MANAGED = st.builds(
-    ManagedRecord,
-    scope=_IDS,
-    parent=_IDS,
-    node_id=_NAMES,
-    state=st.sampled_from([b"", b"{}"]),
-    values=st.lists(_VALUES, max_size=2).map(tuple),
-)
-_RECORDS = st.builds(
-    RunRecord,
-    run_id=_NAMES,
-    revision=st.integers(0, 3),
-    format=st.sampled_from([0, 1, 2, 3]),
-    version=_NAMES,
-    definition=_NAMES,
-    inputs=_NAMES,
-    root_scope=_IDS,
-    scopes=st.dictionaries(_IDS, _SCOPES, max_size=3),
-    attempts=st.dictionaries(_IDS, _ATTEMPTS, max_size=6),
-    streams=st.dictionaries(_NAMES, _STREAMS, max_size=2),
-    messages=st.dictionaries(_NAMES, _MESSAGES, max_size=3),
-    managed=st.dictionaries(_NAMES, _MANAGED, max_size=2),
-)
-_PROVIDES = st.none() | st.dictionaries(_NAMES, st.frozensets(_NAMES), max_size=3)
-
-
 def reversed_maps(record: RunRecord) -> RunRecord:
     """The same record with every map in the opposite key order."""
 
@@ -313,7 +193,7 @@ def assert_well_formed(findings: list[Finding]) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(record=_RECORDS, provides=_PROVIDES)
+@given(record=RECORDS, provides=ANY_PROVIDES)
 def test_it_never_raises_and_is_deterministic(
     record: RunRecord, provides: Mapping[str, frozenset[str]] | None
 ) -> None:
