@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.errors import StorageError
+from storage.errors import Invalid, StorageError
 from storage.runs import (
     AttemptRecord,
     AttemptState,
@@ -192,7 +192,7 @@ def assert_well_formed(findings: list[Finding]) -> None:
     assert len(set(findings)) == len(findings)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=RECORDS, provides=ANY_PROVIDES)
 def test_it_never_raises_and_is_deterministic(
     record: RunRecord, provides: Mapping[str, frozenset[str]] | None
@@ -202,10 +202,10 @@ def test_it_never_raises_and_is_deterministic(
     assert validate_run(record, provides) == findings
     assert validate_run(reversed_maps(record), provides) == findings
     try:
-        stored = decode(encode(record))
-    except StorageError:
-        return  # Invalid to write or Corrupt to read (negative integers, bad states, ...)
-    assert validate_run(stored, provides) == findings
+        data = encode(record)
+    except Invalid:
+        return  # a record no store may hold (negative integers, bad states, surrogates)
+    assert validate_run(decode(data), provides) == findings
 
 
 def _leaves(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
