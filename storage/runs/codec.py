@@ -8,7 +8,9 @@ old reader never silently drops a field it does not know and then overwrites it.
 
 ``encode`` refuses (``Invalid``) a metadata string or map key that is not valid UTF-8
 (in Python: one holding an unpaired surrogate) before anything is written; ``Data``
-bytes are exempt and round-trip exactly. A format-1 record cannot carry incremental
+bytes are exempt and round-trip exactly. It also refuses what ``decode`` would refuse
+in a record built in memory (a negative or >= 2^64 integer, a string that is not an enum
+member), so whatever it writes loads again. A format-1 record cannot carry incremental
 fields (streams, messages, managed state, stream values): encoding one is ``Invalid``,
 decoding one is ``Corrupt``; a newer format than ``RUN_FORMAT`` is ``RecordsNewer``.
 """
@@ -137,11 +139,19 @@ _FIELDS: dict[type, tuple[tuple[str, str, Kind], ...]] = {
 _INCREMENTAL = frozenset({"Streams", "Messages", "Managed", "Stream"})
 # Integers are uint64 in the spec; JSON here never carries a negative or larger one.
 _INT_MAX = MAX_REVISION
+# The values of each enum field, for encode's check (members compare equal to them).
+_ENUM_VALUES = {
+    kind: frozenset(member.value for member in kind)
+    for fields in _FIELDS.values()
+    for _, _, kind in fields
+    if isinstance(kind, type) and issubclass(kind, enum.Enum)
+}
 
 
 def check_utf8(record: RunRecord) -> None:
     """Raise ``Invalid`` naming the first metadata string or map key (by path) that is
-    not valid UTF-8. ``Data``/``State`` bytes are not checked."""
+    not valid UTF-8, or an integer or enum value ``decode`` would refuse.
+    ``Data``/``State`` bytes are not checked."""
     _walk_strings(_to_json(record), "$")
 
 
@@ -218,23 +228,34 @@ def _incremental_keys(document: Any) -> list[str]:
     return sorted(found)
 
 
-def _to_json(obj: Any) -> dict[str, Any]:
+def _to_json(obj: Any, path: str = "$") -> dict[str, Any]:
+    """The JSON document of ``obj``. Raises ``Invalid`` (by path) for a scalar that
+    ``decode`` would refuse: a record built in memory can hold a negative or too large
+    integer, or a string that is no enum member, and writing it would store a record
+    that every later load refuses as ``Corrupt``."""
     out: dict[str, Any] = {}
     for name, attr, kind in _FIELDS[type(obj)]:
-        value = getattr(obj, attr)
+        value, where = getattr(obj, attr), f"{path}.{name}"
         if kind == "bytes":
             out[name] = base64.b64encode(value).decode("ascii")
         elif isinstance(kind, tuple) and kind[0] == "list":
-            out[name] = [_to_json(item) for item in value]
+            out[name] = [_to_json(item, f"{where}[{i}]") for i, item in enumerate(value)]
         elif isinstance(kind, tuple) and kind[0] == "map":
             if value or name not in _INCREMENTAL:
-                out[name] = {key: _to_json(item) for key, item in value.items()}
+                out[name] = {k: _to_json(item, f"{where}.{k}") for k, item in value.items()}
         elif isinstance(kind, type) and kind in _FIELDS:
             if value is not None:
-                out[name] = _to_json(value)
+                out[name] = _to_json(value, where)
         elif isinstance(kind, type) and issubclass(kind, enum.Enum):
+            if value not in _ENUM_VALUES[kind]:
+                raise Invalid(f"{where}: {value!r} is not one of {[m.value for m in kind]}")
             out[name] = str(value)
         else:
+            if kind in ("int", "bool"):  # strings are _walk_strings' (UTF-8 by path)
+                try:
+                    _SCALARS[kind](value, where)
+                except Corrupt as exc:
+                    raise Invalid(str(exc)) from None
             out[name] = value
     return out
 
