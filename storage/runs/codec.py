@@ -193,7 +193,7 @@ def decode(data: bytes) -> RunRecord:
     except UnicodeDecodeError as exc:
         raise Corrupt(f"stored run record is not valid UTF-8 at byte {exc.start}") from None
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise Corrupt(f"stored run record is not JSON: {exc}") from None
     if not isinstance(document, dict):
@@ -209,6 +209,17 @@ def decode(data: bytes) -> RunRecord:
             raise Corrupt(f"format-1 run record carries incremental fields: {', '.join(found)}")
     record: RunRecord = _from_json(RunRecord, document, "$")
     return record
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys; a record whose bytes say two things
+    # about one field (or hold two map entries under one key) is corrupt, not ambiguous.
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise Corrupt(f"stored run record repeats the key {key!r}")
+        document[key] = value
+    return document
 
 
 def _incremental_keys(document: Any) -> list[str]:

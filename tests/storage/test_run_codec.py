@@ -210,6 +210,8 @@ def test_unpaired_surrogates_are_refused_before_encoding(record: RunRecord) -> N
         b'{"Format":2,"RunID":"r","Managed":{"m":{"State":"not base64!"}}}',
         b'{"Format":0,"RunID":"r"}',
         b'{"RunID":"r"}',
+        b'{"Format":2,"RunID":"r","RunID":"s"}',  # a field twice
+        b'{"Format":2,"RunID":"r","Attempts":{"a":{"State":"failed"},"a":{"State":"active"}}}',
         b'{"Format":2,"RunID":"r","Attempts":{"a":{"Parent":"s"}}}',  # State has no zero value
     ],
 )
