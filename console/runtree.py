@@ -40,6 +40,10 @@ from storage.runs import (
     ValueState,
 )
 
+# Nesting the page draws (scopes and attempt layers, counted together): a deeper chain
+# is listed flat under "unattached" rather than nested, so a malformed record cannot
+# exhaust the template's recursion. A real graph nests a few levels.
+MAX_DEPTH = 12
 # A run page never draws more than this many sequence cells per stream: the pending
 # list of a stalled reader can be long, and the counts already say how long.
 FRONTIER_CELLS = 64
@@ -142,6 +146,7 @@ def _key_at(text: str) -> tuple[str, str] | None:
 @dataclass(frozen=True, slots=True)
 class ValueView:
     value: ValueRecord
+    slot: str  # an element id: its owner's anchor and its position
     computed: str  # SHA-256 of Data as stored, "" when nothing is to be checked
     # True: the digest matches the bytes; False: it does not (or a skipped/stream value
     # carries bytes or a digest); None: nothing to check (skipped, stream).
@@ -153,21 +158,28 @@ class ValueView:
         return len(self.value.data)
 
 
-def value_view(value: ValueRecord) -> ValueView:
+def value_view(value: ValueRecord, slot: str = "") -> ValueView:
     """Check one value: a ready value's Digest must be the SHA-256 of its Data (zero
     bytes too); skipped and stream values carry neither."""
     computed = hashlib.sha256(value.data).hexdigest()
     if value.stream is not None:
         if value.data or value.digest:
-            return ValueView(value, computed, False, "a stream value carries Data or a Digest")
-        return ValueView(value, "", None)
+            problem = "a stream value carries Data or a Digest"
+            return ValueView(value, slot, computed, False, problem)
+        return ValueView(value, slot, "", None)
     if value.state is ValueState.SKIPPED:
         if value.data or value.digest:
-            return ValueView(value, computed, False, "a skipped value carries Data or a Digest")
-        return ValueView(value, "", None)
+            problem = "a skipped value carries Data or a Digest"
+            return ValueView(value, slot, computed, False, problem)
+        return ValueView(value, slot, "", None)
     if value.digest != computed:
-        return ValueView(value, computed, False, "the Digest is not the SHA-256 of the Data")
-    return ValueView(value, computed, True)
+        problem = "the Digest is not the SHA-256 of the Data"
+        return ValueView(value, slot, computed, False, problem)
+    return ValueView(value, slot, computed, True)
+
+
+def value_views(values: Iterable[ValueRecord], owner: str) -> list[ValueView]:
+    return [value_view(v, f"{owner}-v{i}") for i, v in enumerate(values)]
 
 
 # ---------------------------------------------------------------- the tree
@@ -178,6 +190,7 @@ class AttemptView:
     id: str
     record: AttemptRecord
     current: bool = False  # the group's latest attempt
+    cut: bool = False  # nested past MAX_DEPTH: what it holds is listed as unattached
     groups: list[AttemptGroup] = field(default_factory=list)  # inner Retry layers
     scope: ScopeView | None = None  # the child scope this attempt owns
     messages: list[MessageGroup] = field(default_factory=list)
@@ -436,8 +449,16 @@ class _Walk:
         self.seen_scopes: set[str] = set()
         self.seen_attempts: set[str] = set()
         self.anchors: set[str] = set()
+        self.depth = 0
 
     def scope(self, scope_id: str, root: bool) -> ScopeView:
+        self.depth += 1
+        try:
+            return self._scope(scope_id, root)
+        finally:
+            self.depth -= 1
+
+    def _scope(self, scope_id: str, root: bool) -> ScopeView:
         self.seen_scopes.add(scope_id)
         record = self.record.scopes[scope_id]
         view = ScopeView(scope_id, record, root)
@@ -455,7 +476,8 @@ class _Walk:
         attempts = [
             (i, a) for i, a in self.index.roots.get(scope_id, {}).get(node_id, []) if self._new(i)
         ]
-        outputs = [value_view(v) for v in record.outputs] if record else []
+        owner = anchor("node", scope_id, node_id)
+        outputs = value_views(record.outputs, owner) if record else []
         view = NodeView(scope_id, node_id, record, outputs, self.groups(attempts))
         view.findings = self.findings.get(view.anchor, [])
         self.anchors.add(view.anchor)
@@ -471,12 +493,22 @@ class _Walk:
     def fill(self, attempt: AttemptView) -> None:
         attempt.findings = self.findings.get(attempt.anchor, [])
         self.anchors.add(attempt.anchor)
+        attempt.messages = _message_groups(self.index.messages.get(attempt.id, []), {})
+        attempt.managed = sorted(self.index.managed.get(attempt.id, []))
+        if self.depth >= MAX_DEPTH:
+            attempt.cut = True
+            return
+        self.depth += 1
+        try:
+            self._descend(attempt)
+        finally:
+            self.depth -= 1
+
+    def _descend(self, attempt: AttemptView) -> None:
         inner = [(i, a) for i, a in self.index.inner.get(attempt.id, []) if self._new(i)]
         attempt.groups = self.groups(inner)
         if attempt.id in self.record.scopes and attempt.id not in self.seen_scopes:
             attempt.scope = self.scope(attempt.id, root=False)
-        attempt.messages = _message_groups(self.index.messages.get(attempt.id, []), {})
-        attempt.managed = sorted(self.index.managed.get(attempt.id, []))
 
     def _new(self, attempt_id: str) -> bool:
         if attempt_id in self.seen_attempts:
@@ -512,7 +544,9 @@ def build_tree(record: RunRecord, findings: Sequence[FindingLike] = ()) -> RunTr
     ]
     messages = _message_groups(record.messages.items(), placed)
     managed = [
-        ManagedView(k, m, [value_view(v) for v in m.values], placed.get(anchor("managed", k), []))
+        ManagedView(
+            k, m, value_views(m.values, anchor("managed", k)), placed.get(anchor("managed", k), [])
+        )
         for k, m in _items(record.managed)
     ]
     anchors = set(walk.anchors) | {META_ANCHOR}
