@@ -12,7 +12,7 @@ when it raises (a callback that swallows the error may go on).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from .records import (
     CorrelationKey,
@@ -30,6 +30,9 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
+
+if TYPE_CHECKING:  # storage.runs builds on this module
+    from .runs.records import RunQuery, RunRecord, StoredRun
 
 T = TypeVar("T")
 
@@ -145,6 +148,20 @@ class Tx(Protocol):
     def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
     def kv_delete(self, namespace: str, key: str) -> None: ...
     def kv_list(self, namespace: str, prefix: str = "") -> list[tuple[str, bytes]]: ...
+
+    # Run records (durable-run-records.txt; ownership is storage.runs' Session) --------
+    def run_record(self, run_id: str) -> StoredRun | None:
+        """The stored record, or None; ``Corrupt``/``RecordsNewer`` if it does not decode."""
+        ...
+
+    def run_records(self, query: RunQuery) -> list[StoredRun]:
+        """A page, newest update first; undecodable rows come back with ``error`` set."""
+        ...
+
+    def count_run_records(self, query: RunQuery) -> int: ...
+    def put_run_record(self, record: RunRecord, expected_revision: int) -> int:
+        """Whole-record CAS (0 creates revision 1); returns the new revision."""
+        ...
 
 
 @runtime_checkable

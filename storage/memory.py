@@ -37,6 +37,8 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
+from .runs.query import RunRow, count_run_rows, select_run_rows
+from .runs.records import RunQuery
 
 T = TypeVar("T")
 
@@ -70,6 +72,7 @@ class MemoryState:
     deliveries: dict[tuple[str, str], int] = field(default_factory=dict)
     timer_floor: dict[str, int] = field(default_factory=dict)
     kv: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    runs: dict[str, RunRow] = field(default_factory=dict)  # rows are immutable
     sequence: int = 0
     last_now: Nanos = 0
     version: int = 0
@@ -83,6 +86,7 @@ class MemoryState:
             deliveries=dict(self.deliveries),
             timer_floor=dict(self.timer_floor),
             kv=dict(self.kv),
+            runs=dict(self.runs),
             sequence=self.sequence,
             last_now=self.last_now,
             version=self.version,
@@ -203,6 +207,18 @@ class MemoryTx(BaseTx):
             for (ns, k), v in self.state.kv.items()
             if ns == namespace and k.startswith(prefix)
         )
+
+    def _run_row(self, run_id: str) -> RunRow | None:
+        return self.state.runs.get(run_id)
+
+    def _put_run_row(self, row: RunRow, expected: int) -> None:
+        self.state.runs[row.run_id] = row
+
+    def _run_rows(self, query: RunQuery) -> list[RunRow]:
+        return select_run_rows(query, self.state.runs.values())
+
+    def _count_run_rows(self, query: RunQuery) -> int:
+        return count_run_rows(query, self.state.runs.values())
 
 
 def _is_live(table: Table, record: Any) -> bool:

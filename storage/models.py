@@ -209,3 +209,27 @@ class KVRow(_Row):
     class Meta:
         db_table = "conduit_kv"
         constraints = [models.UniqueConstraint(fields=["namespace", "key"], name="kv_key")]
+
+
+class RunRecordRow(_Row):
+    """A durable run record (``storage.runs``): the JSON exactly as stored, beside the
+    columns the CAS and the console's list read without decoding it."""
+
+    run_id = BinaryCharField(primary_key=True, max_length=255)
+    format = models.IntegerField()
+    # A uint64 (up to 2^64-1, past bigint's 2^63-1): its decimal text, without leading
+    # zeros, compared for equality only (the CAS); nothing orders by it.
+    revision = models.CharField(max_length=20)
+    created_ns = models.BigIntegerField()
+    updated_ns = models.BigIntegerField()
+    # Bytes, not text: a record written elsewhere may hold invalid UTF-8, which must
+    # reach the decoder (Corrupt) rather than fail in the driver.
+    data = models.BinaryField()
+
+    class Meta:
+        db_table = "conduit_run_record"
+        # The list order (updated_ns desc, run_id desc), unfiltered and by format.
+        indexes = [
+            models.Index(fields=["updated_ns", "run_id"], name="run_updated"),
+            models.Index(fields=["format", "updated_ns", "run_id"], name="run_format_updated"),
+        ]

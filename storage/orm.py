@@ -35,6 +35,7 @@ from .models import (
     ExecutionRow,
     KVRow,
     MetaRow,
+    RunRecordRow,
     ScopeRow,
     TimerRow,
     WaitRow,
@@ -57,6 +58,8 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
+from .runs.query import RunRow
+from .runs.records import RunQuery
 
 T = TypeVar("T")
 
@@ -445,6 +448,85 @@ class OrmTx(BaseTx):
                 break
             out.append((key, bytes(value)))
         return out
+
+    # -- run records ----------------------------------------------------------------
+    _RUN_TABLE = RunRecordRow._meta.db_table
+    _RUN_COLUMNS = "run_id, revision, format, created_ns, updated_ns, data"
+
+    @staticmethod
+    def _run(row: Sequence[Any]) -> RunRow:
+        run_id, revision, fmt, created, updated, data = row
+        return RunRow(run_id, int(revision), int(fmt), int(created), int(updated), bytes(data))
+
+    def _run_row(self, run_id: str) -> RunRow | None:
+        sql = f"SELECT {self._RUN_COLUMNS} FROM {self._RUN_TABLE} WHERE run_id = %s"
+        self._cursor.execute(sql, [run_id])
+        row = self._cursor.fetchone()
+        return None if row is None else self._run(row)
+
+    def _put_run_row(self, row: RunRow, expected: int) -> None:
+        values: list[Any] = [str(row.revision), row.format, row.created_ns, row.updated_ns]
+        values.append(row.data)
+        if expected == 0:
+            self._cursor.execute(
+                f"INSERT INTO {self._RUN_TABLE} ({self._RUN_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [row.run_id, *values],
+            )
+            return
+        # The rule was checked under the writers' lock; the revision in WHERE makes the
+        # statement itself a compare-and-swap as well.
+        self._cursor.execute(
+            f"UPDATE {self._RUN_TABLE} SET revision = %s, format = %s, created_ns = %s, "
+            "updated_ns = %s, data = %s WHERE run_id = %s AND revision = %s",
+            [*values, row.run_id, str(expected)],
+        )
+        if self._cursor.rowcount != 1:
+            raise Conflict(f"run {row.run_id!r} changed under its compare-and-swap")
+
+    def _run_where(self, q: RunQuery, paged: bool) -> tuple[str, list[Any]]:
+        """The WHERE clause of ``q`` (with its keyset cursor when ``paged``), meaning
+        what ``storage.runs.query.run_matches`` means."""
+        where: list[str] = []
+        params: list[Any] = []
+        if q.search:
+            # Not LIKE: SQLite's ignores ASCII case and both treat % and _ specially.
+            position = "strpos" if connections[self.alias].vendor == "postgresql" else "instr"
+            where.append(f"{position}(run_id, %s) > 0")
+            params.append(q.search)
+        if q.run_id_prefix:
+            where.append("substr(run_id, 1, %s) = %s")
+            params += [len(q.run_id_prefix), q.run_id_prefix]
+        if q.format is not None:
+            where.append("format = %s")
+            params.append(q.format)
+        if q.updated_since is not None:
+            where.append("updated_ns >= %s")
+            params.append(q.updated_since)
+        if q.updated_before is not None:
+            where.append("updated_ns < %s")
+            params.append(q.updated_before)
+        if paged and q.after is not None:
+            # The inclusive bound lets the index range-scan; the OR breaks time ties.
+            where.append("updated_ns <= %s AND (updated_ns < %s OR run_id < %s)")
+            params += [q.after[0], q.after[0], q.after[1]]
+        return (f" WHERE {' AND '.join(where)}" if where else ""), params
+
+    def _run_rows(self, query: RunQuery) -> list[RunRow]:
+        where, params = self._run_where(query, paged=True)
+        sql = (
+            f"SELECT {self._RUN_COLUMNS} FROM {self._RUN_TABLE}{where} "
+            "ORDER BY updated_ns DESC, run_id DESC"
+        )
+        if query.limit:
+            sql += " LIMIT %s"
+            params.append(query.limit)
+        self._cursor.execute(sql, params)
+        return [self._run(row) for row in self._cursor.fetchall()]
+
+    def _count_run_rows(self, query: RunQuery) -> int:
+        where, params = self._run_where(query, paged=False)
+        return int(self._one(f"SELECT COUNT(*) FROM {self._RUN_TABLE}{where}", params))
 
 
 class OrmStore:

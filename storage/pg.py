@@ -73,22 +73,25 @@ def _major(version: str) -> int:
     return int(version) if version.isdigit() else -1
 
 
-def _libpq_env(using: str, dbname: str | None = None) -> dict[str, str]:
-    """The environment that points libpq tools at the database behind ``using``."""
+def settings_target(using: str, dbname: str | None = None) -> PostgresUrl:
+    """The database behind the Django alias ``using``, with its libpq options."""
     conn = connections[using]
     if conn.vendor != "postgresql":
         raise Unavailable(f"database alias {using!r} is {conn.vendor}, not PostgreSQL")
     s: dict[str, Any] = conn.settings_dict
-    return _env_for(
-        PostgresUrl(
-            name=dbname or s["NAME"],
-            user=s["USER"] or "",
-            password=s["PASSWORD"] or "",
-            host=s["HOST"] or "",
-            port=str(s["PORT"] or ""),
-            options={k: str(v) for k, v in s.get("OPTIONS", {}).items() if k in _ENV_FOR_OPTION},
-        )
+    return PostgresUrl(
+        name=dbname or s["NAME"],
+        user=s["USER"] or "",
+        password=s["PASSWORD"] or "",
+        host=s["HOST"] or "",
+        port=str(s["PORT"] or ""),
+        options={k: str(v) for k, v in s.get("OPTIONS", {}).items() if k in _ENV_FOR_OPTION},
     )
+
+
+def _libpq_env(using: str, dbname: str | None = None) -> dict[str, str]:
+    """The environment that points libpq tools at the database behind ``using``."""
+    return _env_for(settings_target(using, dbname))
 
 
 def _clean_env() -> dict[str, str]:
@@ -110,8 +113,9 @@ def _env_for(target: PostgresUrl) -> dict[str, str]:
     return _clean_env() | {k: v for k, v in fields.items() if v}
 
 
-def pg_connect(target: PostgresUrl) -> psycopg.Connection[Any]:
-    """An autocommit psycopg connection to ``target`` (outside Django's aliases)."""
+def pg_connect(target: PostgresUrl, **overrides: Any) -> psycopg.Connection[Any]:
+    """An autocommit psycopg connection to ``target`` (outside Django's aliases);
+    ``overrides`` are libpq parameters that replace the target's (connect_timeout)."""
     import psycopg
 
     params: dict[str, Any] = {
@@ -121,6 +125,7 @@ def pg_connect(target: PostgresUrl) -> psycopg.Connection[Any]:
         "host": target.host,
         "port": target.port,
         **target.options,
+        **overrides,
     }
     try:
         return psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True)

@@ -35,6 +35,7 @@ _WRITES = frozenset(
         "put_wait",
         "kv_put",
         "kv_delete",
+        "put_run_record",
     }
 )
 

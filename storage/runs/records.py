@@ -200,3 +200,29 @@ class StoredRun:
     created_ns: int
     updated_ns: int
     stored_format: int  # the format on disk (1 until a format-1 record is saved again)
+    # Set only by ``Tx.run_records`` for a stored record that does not decode (Corrupt,
+    # or a newer format): ``record`` then holds just the run ID, the stored revision and
+    # the stored format, so a list still shows the row. ``Tx.run_record`` raises instead.
+    error: str = ""
+
+
+# A run ID is a nonempty string of at most this many characters (the key column's width).
+RUN_ID_MAX = 255
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """A selection of stored run records, newest update first (``updated_ns`` desc, then
+    ``run_id`` desc). ``search`` is a case-sensitive substring of the run ID,
+    ``run_id_prefix`` a prefix; ``updated_since`` is inclusive, ``updated_before``
+    exclusive; ``after`` is the keyset cursor ``(updated_ns, run_id)`` of the last row of
+    the previous page; ``limit`` 0 means all. ``count_run_records`` ignores ``after`` and
+    ``limit``."""
+
+    search: str = ""
+    run_id_prefix: str = ""
+    format: int | None = None
+    updated_since: int | None = None
+    updated_before: int | None = None
+    after: tuple[int, str] | None = None
+    limit: int = 50
