@@ -114,6 +114,21 @@ FEED = GraphDef("demo.feed", (SOURCE, CONSUMER, NodeDef("report", ("summary",)))
 GRAPHS: Mapping[str, GraphDef] = {g.id.split(".")[1]: g for g in (CHECKOUT, PAYMENT, FEED)}
 
 
+def _provides(graph: GraphDef) -> dict[str, tuple[str, ...]]:
+    out = {}
+    for node in graph.nodes:
+        out[node.id] = node.provides
+        out.update(_provides(node.child) if node.child else {})
+    return out
+
+
+# Node ID -> the outputs it Provides, for ``validate_run(record, PROVIDES)`` (node IDs
+# are unique across these graphs).
+PROVIDES: Mapping[str, tuple[str, ...]] = {
+    k: v for g in GRAPHS.values() for k, v in _provides(g).items()
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What one run will do, drawn when it starts (not stored in the record: a
@@ -157,15 +172,12 @@ def advance(record: RunRecord, plan: Plan, rng: random.Random, new_id: NewId) ->
     return step.graph(record.root_scope, plan.graph)
 
 
-def finished(record: RunRecord) -> bool:
-    """Whether no step is left: the root graph complete, or an attempt failed for good."""
+def complete(record: RunRecord) -> bool:
+    """Whether every node of the root graph has its NodeRecord (a run that ``advance``
+    ends without this failed: a node's attempts failed for good)."""
     root = record.scopes.get(record.root_scope)
-    graph = next((g for g in GRAPHS.values() if g.id == (root.graph if root else "")), None)
-    if root is None or graph is None:
-        return True
-    if any(a.state is AttemptState.FAILED and not a.boundary for a in record.attempts.values()):
-        return True
-    return all(n.id in root.nodes for n in graph.nodes)
+    graph = next((g for g in GRAPHS.values() if root is not None and g.id == root.graph), None)
+    return graph is not None and root is not None and all(n.id in root.nodes for n in graph.nodes)
 
 
 class _Step:

@@ -62,6 +62,7 @@ class Command(BaseCommand):
         settings.DEBUG = False
         stop = threading.Event()
         previous = _install_stop_handlers(stop)
+        sim: Simulator | None = None
         try:
             # A runtime runs the startup backfills before it routes anything.
             run_backfills(get_store())
@@ -77,6 +78,8 @@ class Command(BaseCommand):
         except StorageError as exc:
             raise CommandError(f"simulate: {type(exc).__name__}: {exc}") from exc
         finally:
+            if sim is not None:
+                sim.close()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         totals = " ".join(f"{k}={v}" for k, v in sorted(sim.stats.items()))
