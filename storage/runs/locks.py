@@ -226,5 +226,14 @@ class _AdvisoryHold:
             ) from exc
 
     def release(self) -> None:
-        # Ending the server session releases its advisory locks; no unlock needed.
-        self._conn.close()
+        import psycopg
+
+        # Unlock first: closing the connection alone ends the server session, and its
+        # locks, only a moment after close returns, so an acquire right after close
+        # could still meet the lock. If the unlock fails the connection is gone anyway.
+        try:
+            self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", advisory_key(self._run_id))
+        except psycopg.Error:
+            pass
+        finally:
+            self._conn.close()
