@@ -91,11 +91,11 @@ _MAPS = {
 }
 # A finding about a whole map (not one entry) points at the part of the page showing it.
 SECTIONS = {
-    "scope": "tree",
-    "attempt": "tree",
-    "stream": "streams",
-    "message": "messages",
-    "managed": "managed",
+    "scope": "run-tree",
+    "attempt": "run-tree",
+    "stream": "run-streams",
+    "message": "run-messages",
+    "managed": "run-managed",
 }
 _KEYED = re.compile(r'\[("(?:[^"\\]|\\.)*")\]')
 
@@ -241,6 +241,7 @@ class NodeView:
     outputs: list[ValueView]
     groups: list[AttemptGroup]  # its root attempts in this scope (normally one)
     findings: list[FindingLike] = field(default_factory=list)
+    streams: list[tuple[str, StreamRecord]] = field(default_factory=list)  # it opened
 
     @property
     def anchor(self) -> str:
@@ -387,6 +388,7 @@ class _Index:
     inner: Mapping[str, list[tuple[str, AttemptRecord]]]  # outer attempt -> retries
     messages: Mapping[str, list[tuple[str, MessageAttemptRecord]]]  # by parent attempt
     managed: Mapping[str, list[str]]  # parent attempt -> managed keys
+    streams: Mapping[tuple[str, str], list[tuple[str, StreamRecord]]]  # (scope, node)
 
 
 def _index(record: RunRecord) -> _Index:
@@ -403,7 +405,10 @@ def _index(record: RunRecord) -> _Index:
     managed: dict[str, list[str]] = defaultdict(list)
     for key, container in record.managed.items():
         managed[container.parent].append(key)
-    return _Index(roots, inner, messages, managed)
+    streams: dict[tuple[str, str], list[tuple[str, StreamRecord]]] = defaultdict(list)
+    for key, stream in _items(record.streams):
+        streams[(stream.scope, stream.node_id)].append((key, stream))
+    return _Index(roots, inner, messages, managed, streams)
 
 
 def _groups(attempts: Iterable[tuple[str, AttemptRecord]]) -> list[AttemptGroup]:
@@ -480,6 +485,7 @@ class _Walk:
         outputs = value_views(record.outputs, owner) if record else []
         view = NodeView(scope_id, node_id, record, outputs, self.groups(attempts))
         view.findings = self.findings.get(view.anchor, [])
+        view.streams = self.index.streams.get((scope_id, node_id), [])
         self.anchors.add(view.anchor)
         return view
 
