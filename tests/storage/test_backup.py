@@ -30,7 +30,16 @@ from storage.backup import (
 )
 from storage.orm import OrmStore
 
-from .backup_support import AFTER_RESTORE, WRITER, attach, backup, publish, small_bundle
+from .backup_support import (
+    AFTER_RESTORE,
+    RUN_RECORDS,
+    WRITER,
+    assert_run_record,
+    attach,
+    backup,
+    publish,
+    small_bundle,
+)
 from .fixtures.sqlite_files import run_on
 from .proc import finish, spawn
 
@@ -119,6 +128,7 @@ def test_a_round_trip_while_a_writer_commits(
     assert sorted(os.listdir(data_dir)) == ["artifacts", RESTORED_DATABASE]
     restored = data_dir / RESTORED_DATABASE
     assert {w for (w,) in rows(restored, "SELECT id FROM conduit_work")} == works
+    assert_run_record(rows(restored, RUN_RECORDS), n)
     restored_store = FileArtifactStore(data_dir / "artifacts")
     for ref in manifest.artifacts:
         restored_store.verify(ref)  # size and SHA-256 against the restored metadata

@@ -28,7 +28,16 @@ from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
 from storage.backup import DUMP, MANIFEST, create_pg_backup
 
-from .backup_support import AFTER_RESTORE, WRITER, attach, backup, publish, small_bundle
+from .backup_support import (
+    AFTER_RESTORE,
+    RUN_RECORDS,
+    WRITER,
+    assert_run_record,
+    attach,
+    backup,
+    publish,
+    small_bundle,
+)
 from .proc import PRELUDE, ROOT, finish, spawn
 
 pytestmark = [
@@ -151,7 +160,9 @@ def test_a_round_trip_while_a_writer_commits(
             for x, data in query(target, "SELECT id, data FROM conduit_execution")
         }
         ((counter,),) = query(target, COUNTER)
+        restored_runs = query(target, RUN_RECORDS)
     n = int(bytes(counter))
+    assert_run_record(restored_runs, n)
     # One committed state: everything acknowledged before the snapshot, nothing
     # committed after it, each transaction whole.
     assert acknowledged[-1] <= n < during[-1]

@@ -28,6 +28,7 @@ from storage import (
     Tx,
     seconds,
 )
+from storage.runs import RunQuery, RunRecord
 
 from .fixtures.sqlite_files import (
     copy_database,
@@ -190,6 +191,7 @@ FIXTURE_CHECK = """
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from storage.backfill import backfill_event_scopes, backfill_executors
+from storage.runs import RunQuery, RunRecord
 from dataclasses import replace
 from django.core.management import call_command
 def plan():
@@ -215,10 +217,12 @@ def read(tx):
         "scopes_filled": backfill_event_scopes(tx),
         "executors_filled": backfill_executors(tx),
         "latest_executor": tx.work("w-legacy").latest_executor,
+        "run_records": tx.count_run_records(RunQuery()),
     }
 out = store.transact(Guard(), read)
 def rewrite(tx):
     tx.put_scope(replace(tx.scope("acme"), name="Acme Inc"))
+    tx.put_run_record(RunRecord(run_id="r-new"), 0)  # the table 0004 added takes records
 store.transact(Guard(), rewrite)
 print(json.dumps(out))
 """
@@ -232,7 +236,11 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
 
     out = json.loads(run_on(db, FIXTURE_CHECK))
 
-    assert out["migrated"] == ["0002_event_source_index", "0003_work_facets_index"]
+    assert out["migrated"] == [
+        "0002_event_source_index",
+        "0003_work_facets_index",
+        "0004_run_records",
+    ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1
     assert out["works"] == ["w-legacy", "w-plain"]
@@ -249,11 +257,15 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
     assert out["scopes_filled"] == 2, "e-named and e-keyed resolve to w-legacy in acme"
     assert out["executors_filled"] == 1
     assert out["latest_executor"] == "runner.legacy"
+    assert out["run_records"] == 0
     assert read_meta(db)["record_format"] == str(RECORD_FORMAT)
     # Rewritten records carry the current format's fields.
     with closing(sqlite3.connect(db)) as conn:
         (data,) = conn.execute("SELECT data FROM conduit_scope WHERE id = 'acme'").fetchone()
     assert json.loads(data)["bindings"][0]["pass_env"] == []
+    with closing(sqlite3.connect(db)) as conn:
+        runs = conn.execute("SELECT run_id, revision FROM conduit_run_record").fetchall()
+    assert runs == [("r-new", "1")]
 
 
 # Reopen: everything committed is there after the store is closed and opened again --
@@ -270,6 +282,7 @@ def everything(t: Tx) -> dict[str, Any]:
         "kv": t.kv_list("cursor"),
         "sequence": t.latest_sequence(),
         "version": t.store_version(),
+        "runs": t.run_records(RunQuery(limit=0)),
     }
 
 
@@ -285,6 +298,7 @@ def seed_everything(t: Tx) -> None:
     t.put_timer(make_timer("t1", t.now + seconds(60), work_id="w1"))
     park(t, "x1", make_wait("wt1", "w1", "x1", keys=[key("k1")]))
     t.kv_put("cursor", "github", b"\x00\x01cursor")
+    t.put_run_record(RunRecord(run_id="r1", version="v1"), 0)
 
 
 def test_reopen_keeps_every_committed_record(store: Store, reopen: Any, clock: FakeClock) -> None:
