@@ -12,15 +12,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urlencode
 
 from console.filters import (
     DEFAULT_PAGE_SIZE,
     MAX_TEXT,
-    PAGE_SIZES,
     FilterError,
     parse_key,
     parse_since,
+    parse_size,
+    querystring,
 )
 from storage.runs import RUN_FORMATS, RunQuery
 
@@ -62,14 +62,15 @@ class RunFilter:
         return out
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
-        params = self.params() + list(extra)
-        return "?" + urlencode(params) if params else "?"
+        return querystring(self.params() + list(extra))
 
     def without(self, name: str) -> RunFilter:
         if name == "format":
             return replace(self, format=None)
-        if name in ("since", "before"):
-            return replace(self, **{name: "", f"{name}_ns": None})
+        if name == "since":
+            return replace(self, since="", since_ns=None)
+        if name == "before":
+            return replace(self, before="", before_ns=None)
         return replace(self, q="")
 
     def chips(self) -> list[tuple[str, str, str]]:
@@ -118,13 +119,7 @@ def parse_run_filter(data: Mapping[str, str], now_ns: int | None = None) -> RunF
                 bounds[name] = parse_since(raw, now)
             except FilterError as exc:
                 errors[name] = exc.errors["since"]
-    size = DEFAULT_PAGE_SIZE
-    raw_size = data.get("size", "")
-    if raw_size:
-        if raw_size.isdigit() and int(raw_size) in PAGE_SIZES:
-            size = int(raw_size)
-        else:
-            errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
+    size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
     return RunFilter(

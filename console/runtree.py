@@ -24,7 +24,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from storage.runs import (
     AttemptRecord,
@@ -280,14 +280,23 @@ class FrontierCell:
 
 
 @dataclass(slots=True)
-class StreamView:
+class _Entry:
+    """One entry of the record's Streams, Messages or Managed map, with the findings
+    about it."""
+
+    KIND: ClassVar[str] = ""
     key: str
-    record: StreamRecord
-    findings: list[FindingLike] = field(default_factory=list)
+    findings: list[FindingLike] = field(default_factory=list, kw_only=True)
 
     @property
     def anchor(self) -> str:
-        return anchor("stream", self.key)
+        return anchor(self.KIND, self.key)
+
+
+@dataclass(slots=True)
+class StreamView(_Entry):
+    KIND = "stream"
+    record: StreamRecord
 
     @property
     def sparse(self) -> list[PendingMessage]:
@@ -319,14 +328,9 @@ class StreamView:
 
 
 @dataclass(slots=True)
-class MessageView:
-    key: str
+class MessageView(_Entry):
+    KIND = "message"
     record: MessageAttemptRecord
-    findings: list[FindingLike] = field(default_factory=list)
-
-    @property
-    def anchor(self) -> str:
-        return anchor("message", self.key)
 
 
 @dataclass(slots=True)
@@ -351,15 +355,10 @@ class MessageGroup:
 
 
 @dataclass(slots=True)
-class ManagedView:
-    key: str
+class ManagedView(_Entry):
+    KIND = "managed"
     record: ManagedRecord
     values: list[ValueView]
-    findings: list[FindingLike] = field(default_factory=list)
-
-    @property
-    def anchor(self) -> str:
-        return anchor("managed", self.key)
 
 
 @dataclass(slots=True)
@@ -433,7 +432,7 @@ def _message_groups(
     by_input: dict[tuple[str, str, int, str, str], list[MessageView]] = {}
     for key, message in items:
         ident = (message.source, message.group, message.sequence, message.parent, message.node_id)
-        view = MessageView(key, message, findings.get(anchor("message", key), []))
+        view = MessageView(key, message, findings=findings.get(anchor("message", key), []))
         by_input.setdefault(ident, []).append(view)
     groups = []
     for (source, group, sequence, parent, node_id), views in by_input.items():
@@ -545,16 +544,14 @@ def build_tree(record: RunRecord, findings: Sequence[FindingLike] = ()) -> RunTr
     for attempt_id, _ in loose:
         walk.seen_attempts.add(attempt_id)
     unattached_attempts = walk.groups(loose)
-    streams = [
-        StreamView(k, s, placed.get(anchor("stream", k), [])) for k, s in _items(record.streams)
-    ]
+    streams = [StreamView(k, s) for k, s in _items(record.streams)]
     messages = _message_groups(record.messages.items(), placed)
     managed = [
-        ManagedView(
-            k, m, value_views(m.values, anchor("managed", k)), placed.get(anchor("managed", k), [])
-        )
+        ManagedView(k, m, value_views(m.values, anchor("managed", k)))
         for k, m in _items(record.managed)
     ]
+    for entry in (*streams, *managed):
+        entry.findings = placed.get(entry.anchor, [])
     anchors = set(walk.anchors) | {META_ANCHOR}
     anchors |= {s.anchor for s in streams} | {m.anchor for m in managed}
     anchors |= {v.anchor for g in messages for v in g.attempts}
