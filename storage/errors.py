@@ -41,7 +41,8 @@ class TxClosed(StorageError):
 
 
 class Closed(StorageError):
-    """An artifact writer was used after close or commit (spec ErrClosed)."""
+    """An artifact writer was used after close or commit, or a run Session or run store
+    after close (spec ErrClosed)."""
 
 
 class ArtifactError(StorageError):

@@ -26,6 +26,7 @@ import hashlib
 import os
 import struct
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -153,10 +154,21 @@ def advisory_key(run_id: str) -> tuple[int, int]:
     return classid, objid
 
 
+# The local pending check: runs this process holds or is acquiring, per database. A
+# second acquire in the process answers Busy from here without opening a connection,
+# and two racing acquires in one process never both reach the server.
+_local_lock = threading.Lock()
+_local: set[tuple[str, str]] = set()
+
+
 class AdvisoryLocks:
     def __init__(self, using: str, view_using: str) -> None:
+        from ..pg import settings_target
+
         self._using = using
         self._view_using = view_using
+        target = settings_target(using)
+        self._database = f"{target.host}:{target.port}/{target.name}"
 
     def _connect(self) -> psycopg.Connection[Any]:
         from ..pg import pg_connect, settings_target
@@ -169,6 +181,19 @@ class AdvisoryLocks:
         )
 
     def take(self, run_id: str) -> Hold:
+        local = (self._database, run_id)
+        with _local_lock:
+            if local in _local:
+                raise Busy(f"run {run_id!r} is owned by another session of this process")
+            _local.add(local)
+        try:
+            return _AdvisoryHold(self._lock(run_id), run_id, local)
+        except BaseException:
+            with _local_lock:
+                _local.discard(local)
+            raise
+
+    def _lock(self, run_id: str) -> psycopg.Connection[Any]:
         import psycopg
 
         conn = self._connect()
@@ -181,7 +206,7 @@ class AdvisoryLocks:
         if not (got and got[0]):
             conn.close()
             raise Busy(f"run {run_id!r} is owned by another session")
-        return _AdvisoryHold(conn, run_id)
+        return conn
 
     def held(self, run_ids: set[str]) -> set[str]:
         from django.db import connections
@@ -210,9 +235,10 @@ def _pairs(rows: Iterable[tuple[Any, ...]]) -> Iterable[tuple[int, int]]:
 
 
 class _AdvisoryHold:
-    def __init__(self, conn: psycopg.Connection[Any], run_id: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], run_id: str, local: tuple[str, str]) -> None:
         self._conn = conn
         self._run_id = run_id
+        self._local = local
 
     def check(self) -> None:
         import psycopg
@@ -237,3 +263,5 @@ class _AdvisoryHold:
             pass
         finally:
             self._conn.close()
+            with _local_lock:
+                _local.discard(self._local)

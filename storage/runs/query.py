@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import Invalid
+from .codec import _require_utf8 as require_utf8
 from .records import RUN_ID_MAX, RunQuery
 
 
@@ -31,10 +32,7 @@ def _clean_text(value: object, what: str) -> str:
     surrogate) and no NUL, which PostgreSQL text cannot hold."""
     if not isinstance(value, str):
         raise Invalid(f"{what} must be a string, not {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise Invalid(f"{what} {value!r} is not valid UTF-8 (unpaired surrogate)") from None
+    require_utf8(value, what)
     if "\x00" in value:
         raise Invalid(f"{what} {value!r} contains NUL")
     return value

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 from ..api import Store
-from ..errors import Busy, Closed, Invalid, NotFound
+from ..errors import Busy, Closed, Invalid, NotFound, Unavailable
 from ..readonly import view
 from ..records import Guard
 from .locks import AdvisoryLocks, FileLocks, Hold, Owners
@@ -119,8 +119,13 @@ class RunSession:
                 f"record of run {record.run_id!r} saved by the session of {self._run_id!r}"
             )
         # Ownership still held (a PostgreSQL session can be cut by the server): a lost
-        # owner must not write what a new owner may be writing.
-        self._hold.check()
+        # owner must not write what a new owner may be writing. Lost is final: the
+        # Session closes, so this process can acquire the run again.
+        try:
+            self._hold.check()
+        except Unavailable:
+            self.close()
+            raise
         return self._store.transact(
             Guard(), lambda tx: tx.put_run_record(record, expected_revision)
         )

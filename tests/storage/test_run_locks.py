@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from storage import Busy, Guard, Unavailable
+from storage import Busy, Closed, Guard, Unavailable
 from storage.orm import WRITERS_LOCK, OrmStore
 from storage.runs import OrmRunStore
 from storage.runs.locks import FileLocks, advisory_key
@@ -80,6 +80,8 @@ def test_a_session_whose_connection_was_cut_refuses_to_save() -> None:
         assert cursor.fetchone() == (True,)
     with pytest.raises(Unavailable):
         session.save(ordinary_record("run-1", version="after the cut"), 1)
+    with pytest.raises(Closed):  # lost ownership closed the Session
+        session.load()
     deadline = time.monotonic() + 10
     while True:  # the server ends the session, and its lock, a moment after the signal
         try:
