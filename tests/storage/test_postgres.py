@@ -327,6 +327,7 @@ def test_id_and_key_columns_are_collated_c() -> None:
     assert collated == [
         ("conduit_execution", "id", "C"),
         ("conduit_kv", "key", "C"),
+        ("conduit_run_record", "run_id", "C"),
         ("conduit_scope", "id", "C"),
         ("conduit_timer", "id", "C"),
         ("conduit_wait", "id", "C"),
