@@ -1,9 +1,10 @@
 """Storage errors become HTTP responses here, and only here.
 
 Every console view is wrapped in ``storage_errors``: a ``NotFound`` is a 404 page, an
-``Invalid`` a 400, a ``Conflict`` (or ``Fenced``) a 409, a ``ReadOnly`` a 403 and an
-``Unavailable`` a 503, each rendered with the error's message so an operator knows what
-happened. Anything else propagates (Django's 500 page and the log).
+``Invalid`` a 400, a ``Conflict`` (or ``Fenced``) a 409, a ``ReadOnly`` a 403, an
+``Unavailable`` a 503 and a record this code cannot read (``Corrupt``, ``RecordsNewer``)
+a 409, each rendered with the error's message so an operator knows what happened.
+Anything else propagates (Django's 500 page and the log).
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from storage import Conflict, Fenced, Invalid, NotFound, ReadOnly, StorageError, Unavailable
+from storage import (
+    Conflict,
+    Corrupt,
+    Fenced,
+    Invalid,
+    NotFound,
+    ReadOnly,
+    RecordsNewer,
+    StorageError,
+    Unavailable,
+)
 
 # Most specific first: ArtifactMissing is both an ArtifactError and a NotFound.
 STATUS: tuple[tuple[type[StorageError], int, str], ...] = (
@@ -25,6 +36,9 @@ STATUS: tuple[tuple[type[StorageError], int, str], ...] = (
     (Fenced, 409, "Conflict"),
     (ReadOnly, 403, "Read-only"),
     (Unavailable, 503, "Storage unavailable"),
+    # Stored state this code cannot read: the request is fine, the record is not.
+    (Corrupt, 409, "Corrupt record"),
+    (RecordsNewer, 409, "Records newer than this console"),
 )
 
 

@@ -224,6 +224,23 @@ def _states(values: Sequence[str], errors: dict[str, str]) -> tuple[WorkState, .
     return tuple(s for s in STATE_ORDER if s in chosen)
 
 
+def querystring(params: Sequence[tuple[str, str]]) -> str:
+    """``?a=1&b=2``, or a bare ``?`` (a link that clears every filter)."""
+    return "?" + urlencode(params) if params else "?"
+
+
+def parse_size(data: Mapping[str, str], errors: dict[str, str]) -> int:
+    """The ``size`` parameter (one of PAGE_SIZES), or the default; a bad one is noted in
+    ``errors``."""
+    raw = data.get("size", "")
+    if not raw:
+        return DEFAULT_PAGE_SIZE
+    if raw.isdigit() and int(raw) in PAGE_SIZES:
+        return int(raw)
+    errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
+    return DEFAULT_PAGE_SIZE
+
+
 def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
     """Read a WorkFilter from query parameters; raise FilterError naming each bad one."""
     errors: dict[str, str] = {}
@@ -248,13 +265,7 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
             sort = WorkOrder(raw_sort)
         except ValueError:
             errors["sort"] = "Unknown sort order."
-    size = DEFAULT_PAGE_SIZE
-    raw_size = data.get("size", "")
-    if raw_size:
-        if raw_size.isdigit() and int(raw_size) in PAGE_SIZES:
-            size = int(raw_size)
-        else:
-            errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
+    size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
     return WorkFilter(

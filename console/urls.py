@@ -1,6 +1,7 @@
 from django.urls import path, re_path
 
 from console.views import artifacts, events, misc, operate, runtime, works
+from console.views.runs import run_detail, run_list
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
 # and action URLs put the action first so no Work ID can be mistaken for one.
@@ -24,6 +25,8 @@ urlpatterns = [
     path("waits", runtime.waits, name="waits"),
     path("timers", runtime.timers, name="timers"),
     path("scopes", runtime.scopes, name="scopes"),
+    path("runs", run_list, name="runs"),
+    path("runs/<path:run_id>", run_detail, name="run_detail"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("healthz", misc.healthz, name="healthz"),
 ]

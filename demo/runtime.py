@@ -57,9 +57,11 @@ from storage import (
     wall_clock,
 )
 from storage.artifacts import FileArtifactStore
+from storage.runs import RunStore, run_store_for
 
 from . import catalog
 from .catalog import FLOW_BY_OPENER, Flow
+from .graphruns import GraphRunner
 from .workers import Worker, WorkerSteps
 
 log = logging.getLogger("demo.simulate")
@@ -96,6 +98,7 @@ class Simulator(WorkerSteps):
     burst: int = 40  # new objectives on the first tick
     steady: float = 0.4  # mean new objectives per tick afterwards
     stats: Counter[str] = field(default_factory=Counter)
+    runs: RunStore | None = None  # graph runs' Sessions; by default over ``store``
 
     def __post_init__(self) -> None:
         self.virtual: Nanos = FAKE_EPOCH
@@ -114,6 +117,7 @@ class Simulator(WorkerSteps):
         self.rng = random.Random(f"simulate/{self.seed}/{self.run}/behaviour")  # noqa: S311
         self.id_rng = random.Random(f"simulate/{self.seed}/{self.run}/ids")  # noqa: S311
         self.owner = f"sim-{self.seed}.{self.run}"
+        self.graphs = GraphRunner(self._run_store(), self.seed, self.run, self.stats)
 
     # -- clock and transactions -------------------------------------------------
     def now(self) -> Nanos:
@@ -135,6 +139,24 @@ class Simulator(WorkerSteps):
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         return view(self.store, self.now(), fn)
+
+    def _run_store(self) -> RunStore:
+        if self.runs is not None:
+            return self.runs
+        from storage.orm import OrmStore  # Django's apps are loaded by now
+
+        store = self.store
+        if self.fake_clock and isinstance(store, OrmStore):
+            # A Session saves under Guard(), on the store's own clock. One save at the
+            # host's time would pull this simulator's clock there (Guard.now never
+            # decreases) and its history would stop following the seed: with a fake
+            # clock, the Sessions' store runs on it too.
+            store = OrmStore(lambda: self.virtual, using=store.using, view_using=store.view_using)
+        return run_store_for(store)
+
+    def close(self) -> None:
+        """Let go of any run Session still held."""
+        self.graphs.close()
 
     def new_id(self) -> str:
         return str(uuid.UUID(int=self.id_rng.getrandbits(128), version=4))
@@ -191,6 +213,7 @@ class Simulator(WorkerSteps):
         self._apply_manual_events()
         self._claim()
         self._advance_workers()
+        self.graphs.tick(self.ticks)
         done = Counter(self.stats)
         done.subtract(before)
         return +done

@@ -199,6 +199,8 @@ _SECTIONS = {
     "waits": "waits",
     "timers": "timers",
     "scopes": "scopes",
+    "runs": "runs",
+    "run_detail": "runs",
 }
 
 

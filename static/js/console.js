@@ -73,15 +73,17 @@
     });
   });
 
-  /* A live update replaces a region; keep the payloads the operator opened open. */
-  var openDetails = [];
+  /* A live update replaces a region; keep each <details> with an id as the operator
+     left it: payloads opened stay open, run-tree scopes collapsed stay collapsed. */
+  var detailsState = {};
   document.addEventListener("htmx:beforeSwap", function () {
-    openDetails = Array.prototype.map.call(document.querySelectorAll("details[open][id]"), function (d) { return d.id; });
+    detailsState = {};
+    document.querySelectorAll("details[id]").forEach(function (d) { detailsState[d.id] = d.open; });
   });
   document.addEventListener("htmx:afterSettle", function () {
-    openDetails.forEach(function (id) {
+    Object.keys(detailsState).forEach(function (id) {
       var d = document.getElementById(id);
-      if (d) d.open = true;
+      if (d) d.open = detailsState[id];
     });
     stampBirth(document);
     tick();

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from storage import Store, Tx, view
+from storage.runs import RunQuery, encode
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Census:
     derived: int
     unscoped: int
     children: int
+    runs: dict[str, int]  # run ID -> revision
     digest: tuple[object, ...]
 
 
@@ -28,6 +30,7 @@ def census(store: Store) -> Census:
     def read(tx: Tx) -> Census:
         works, xs, waits = tx.works(), tx.executions(), tx.waits()
         timers, events = tx.timers(), tx.events()
+        runs = sorted(tx.run_records(RunQuery(limit=0)), key=lambda r: r.record.run_id)
         # Sequences relative to the first Event: a database flushed between tests
         # keeps counting (AUTOINCREMENT is never reused), a fresh memory store does not.
         base = events[0].sequence - 1 if events else 0
@@ -40,6 +43,8 @@ def census(store: Store) -> Census:
                 (e.id, e.event.type, e.sequence - base, e.route.disposition if e.route else "")
                 for e in events
             ),
+            # Run records by content (their times follow whichever clock saved them).
+            tuple((r.record.run_id, r.record.revision, encode(r.record)) for r in runs),
         )
         return Census(
             works=Counter(w.state.value for w in works),
@@ -51,6 +56,7 @@ def census(store: Store) -> Census:
             derived=sum(bool(e.event.causation_id) for e in events),
             unscoped=sum(not e.scope_id for e in events),
             children=sum(bool(w.parent_id) for w in works),
+            runs={r.record.run_id: r.record.revision for r in runs},
             digest=digest,
         )
 

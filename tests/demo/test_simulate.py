@@ -1,15 +1,27 @@
 import hashlib
 import io
+from collections import Counter
 
 import pytest
 from django.core.management import call_command
 
 from console.stores import get_artifacts, get_store
-from demo.runtime import Simulator
+from demo.graphruns import GraphRunner
+from demo.graphs import PROVIDES
+from demo.runtime import FAKE_EPOCH, Simulator
 from storage import ExecutionState, Guard, WorkState, view
 from storage.artifacts import FileArtifactStore
 from storage.control import cancel_work, retry_work
 from storage.memory import MemoryStore
+from storage.runs import (
+    AttemptState,
+    MemoryRunStore,
+    NodeReason,
+    RunQuery,
+    Terminal,
+    ValueState,
+)
+from storage.runs.validate import validate_run
 from tests.demo.invariants import problems
 from tests.demo.support import census
 
@@ -65,6 +77,7 @@ def test_simulate_once_produces_every_record_and_state_the_console_shows():
     assert counters["fired_schedule"] > 0
     assert view(store, None, recovered_attempts)
     assert_artifacts_open(store)
+    assert_graph_runs(store, counters)
     assert problems(store) == []
 
 
@@ -130,7 +143,10 @@ def test_the_same_seed_gives_the_same_history_on_any_fresh_store(tmp_path):
     on_sqlite = census(get_store())
 
     def in_memory(seed, ticks):
-        store = MemoryStore()
+        # Run Sessions save on the store's own clock: one that never runs ahead keeps
+        # their saves on the simulator's fake time (as the SQLite run does, see
+        # Simulator._run_store).
+        store = MemoryStore(clock=lambda: FAKE_EPOCH)
         sim = Simulator(store, FileArtifactStore(tmp_path / f"mem{seed}"), seed=seed, rate=RATE)
         for _ in range(ticks):
             sim.tick()
@@ -151,3 +167,60 @@ def test_a_second_run_on_the_same_store_never_reuses_an_id():
     assert second.events > first.events
     assert sum(second.works.values()) > sum(first.works.values())
     assert problems(get_store()) == []
+
+
+def graph_runs(store):
+    return view(store, None, lambda tx: tx.run_records(RunQuery(limit=0)))
+
+
+def assert_graph_runs(store, counters):
+    """Every kind of run record the console's run page draws, each one valid."""
+    runs = [s.record for s in graph_runs(store)]
+    assert {r.run_id.split("/")[0] for r in runs} == {"checkout", "payment", "feed"}
+    assert counters["run_busy"] > 0  # a slow worker's Session made a step skip
+    assert counters["runs_completed"] > 0
+    for record in runs:
+        assert validate_run(record, PROVIDES) == [], record.run_id
+    nodes = [n for r in runs for s in r.scopes.values() for n in s.nodes.values()]
+    values = [v for n in nodes for v in n.outputs]
+    assert {v.state for v in values} == {ValueState.READY, ValueState.SKIPPED}
+    assert any(v.state is ValueState.READY and v.data == b"" for v in values)
+    assert any(n.reason is NodeReason.SKIPPED for n in nodes)
+    assert any(len(r.scopes) > 1 for r in runs)  # a child graph under its node's attempt
+    assert any(v.stream and v.stream.terminal is Terminal.COMPLETED for v in values)
+    # Retry: failed inner attempts, then the node's root attempt confirmed.
+    retried = [
+        r
+        for r in runs
+        if any(a.boundary and a.state is AttemptState.FAILED for a in r.attempts.values())
+    ]
+    assert any(
+        a.state is AttemptState.CONFIRMED and a.node_id == "charge" and not a.boundary
+        for r in retried
+        for a in r.attempts.values()
+    )
+    feeds = [r for r in runs if r.streams]
+    assert feeds
+    assert all(r.managed for r in feeds)
+    messages = [m for r in feeds for m in r.messages.values()]
+    assert any(m.state is AttemptState.FAILED for m in messages)
+    assert any(m.index == 2 and m.state is AttemptState.CONFIRMED for m in messages)
+
+
+def test_graph_runs_acknowledge_stream_messages_sparsely_over_time():
+    store = MemoryStore()
+    stats = Counter()
+    runner = GraphRunner(MemoryRunStore(store), SEED, 1, stats)
+    sparse = []
+    for tick in range(1, TICKS + 1):
+        runner.tick(tick)
+        # Acknowledgements above the frontier come and go: look after every tick.
+        for stored in graph_runs(store):
+            for stream in stored.record.streams.values():
+                if any(p.acked for p in stream.pending):
+                    sparse.append((stream.acked_through, stream.pending))
+                    assert validate_run(stored.record, PROVIDES) == []
+    runner.close()
+
+    assert sparse
+    assert stats["run_saves"] > 50

@@ -1,4 +1,6 @@
-"""``manage.py simulate``: a simulated runtime producing live activity for the console.
+"""``manage.py simulate``: a simulated runtime producing live activity for the console:
+Work, Events, attempts, Waits, timers and artifacts, and a few durable graph runs saved
+through run Sessions (``demo.graphruns``).
 
 Runs ticks at ``--rate`` per second until ``--duration`` seconds have passed (0: until
 stopped), or ``--once N`` ticks as fast as possible. SIGINT and SIGTERM finish the
@@ -26,7 +28,10 @@ log = logging.getLogger("demo.simulate")
 
 
 class Command(BaseCommand):
-    help = "Drive the store as a runtime would: events, attempts, waits, timers, artifacts."
+    help = (
+        "Drive the store as a runtime would: events, attempts, waits, timers, artifacts, "
+        "and graph runs through run Sessions."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--seed", type=int, default=1, help="deterministic seed (1)")
@@ -62,6 +67,7 @@ class Command(BaseCommand):
         settings.DEBUG = False
         stop = threading.Event()
         previous = _install_stop_handlers(stop)
+        sim: Simulator | None = None
         try:
             # A runtime runs the startup backfills before it routes anything.
             run_backfills(get_store())
@@ -77,6 +83,8 @@ class Command(BaseCommand):
         except StorageError as exc:
             raise CommandError(f"simulate: {type(exc).__name__}: {exc}") from exc
         finally:
+            if sim is not None:
+                sim.close()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         totals = " ".join(f"{k}={v}" for k, v in sorted(sim.stats.items()))

@@ -1,0 +1,101 @@
+"""Runs: durable run records (one ``RunRecord`` per graph run), listed and inspected.
+Read only: the console never acquires a run, so it can never make a runtime Busy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from console.filters import PAGE_SIZES, FilterError
+from console.http import HtmxHttpRequest
+from console.polling import seen_stamp, unchanged
+from console.runfilters import format_run_key, parse_run_cursor, parse_run_filter
+from console.runreads import read_run, read_run_list, read_unreadable_run
+from console.runtree import build_tree
+from console.stores import get_run_store
+from console.views.common import page, wants_fragment
+from storage import Corrupt, RecordsNewer
+from storage.runs import RUN_FORMATS, StoredRun
+from storage.runs.validate import validate_run
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    stored: StoredRun
+    owned: bool
+    findings: int | None  # None when the record does not decode
+
+
+@page
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Run records, most recently saved first: filters in the URL, keyset pages."""
+    choices = {"formats": RUN_FORMATS, "sizes": PAGE_SIZES}
+    try:
+        f = parse_run_filter(request.GET)
+        after = parse_run_cursor(request.GET)
+    except FilterError as exc:
+        context = {"errors": exc.errors, "form": request.GET, **choices}
+        return render(request, "console/run_list.html", context, status=400)
+    listing = read_run_list(f, after, seen_stamp(request))
+    if listing is None:
+        return unchanged()
+    ids = [row.record.run_id for row in listing.rows]
+    # Ownership is the run store's (OS or advisory locks), asked without taking them.
+    owned = get_run_store().owned(ids) if ids else set()
+    rows = [
+        RunRow(s, s.record.run_id in owned, None if s.error else len(validate_run(s.record)))
+        for s in listing.rows
+    ]
+    context = {
+        "filter": f,
+        "form": f,
+        "page": listing,
+        "rows": rows,
+        "chips": f.chips(),
+        # Later pages shift as runs are saved: only the first one polls.
+        "live": after is None,
+        "older_url": f.querystring([("after", format_run_key(listing.next_key))])
+        if listing.next_key
+        else "",
+        "newest_url": f.querystring() if after else "",
+        **choices,
+    }
+    if wants_fragment(request):
+        return render(request, "console/run_list.html#runs", context)
+    return render(request, "console/run_list.html", context)
+
+
+@page
+def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
+    """One run record as a tree, with the validator's findings at the top."""
+    try:
+        detail = read_run(run_id, seen_stamp(request))
+    except (Corrupt, RecordsNewer) as exc:
+        return _unreadable(request, run_id, exc)
+    if detail is None:
+        return unchanged()
+    record = detail.stored.record
+    findings = validate_run(record)
+    context = {
+        "detail": detail,
+        "record": record,
+        "tree": build_tree(record, findings),
+        "owned": run_id in get_run_store().owned([run_id]),
+    }
+    if wants_fragment(request):
+        return render(request, "console/run_detail.html#run", context)
+    return render(request, "console/run_detail.html", context)
+
+
+def _unreadable(request: HtmxHttpRequest, run_id: str, exc: Corrupt | RecordsNewer) -> HttpResponse:
+    """409: the record exists but this code cannot read it. Shown with what the store
+    keeps beside it; nothing is repaired or guessed."""
+    context = {
+        "run_id": run_id,
+        "newer": isinstance(exc, RecordsNewer),
+        "message": str(exc),
+        "stored": read_unreadable_run(run_id),
+    }
+    return render(request, "console/run_unreadable.html", context, status=409)
