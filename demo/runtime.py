@@ -143,16 +143,10 @@ class Simulator(WorkerSteps):
     def _run_store(self) -> RunStore:
         if self.runs is not None:
             return self.runs
-        from storage.orm import OrmStore  # Django's apps are loaded by now
-
-        store = self.store
-        if self.fake_clock and isinstance(store, OrmStore):
-            # A Session saves under Guard(), on the store's own clock. One save at the
-            # host's time would pull this simulator's clock there (Guard.now never
-            # decreases) and its history would stop following the seed: with a fake
-            # clock, the Sessions' store runs on it too.
-            store = OrmStore(lambda: self.virtual, using=store.using, view_using=store.view_using)
-        return run_store_for(store)
+        # One save at the host's time would pull this simulator's clock there (Guard.now
+        # never decreases) and its history would stop following the seed: with a fake
+        # clock, the Sessions save on it too.
+        return run_store_for(self.store, clock=(lambda: self.virtual) if self.fake_clock else None)
 
     def close(self) -> None:
         """Let go of any run Session still held."""

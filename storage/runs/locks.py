@@ -6,8 +6,10 @@ SQLite (``FileLocks``): one Linux open-file-description (OFD) lock per run on
 ``<lock_dir>/<sha256(database path NUL run ID)>.lock``. OFD locks conflict between open
 file descriptions, so two acquires in one process conflict as across processes (classic
 POSIX locks would not, and any ``close`` of the file by the process would drop them).
-Closing the descriptor or the process dying releases the lock; the file stays, as with
-the spec's FileStore. ``F_OFD_GETLK`` on a separate read-only descriptor asks whether a
+Closing the descriptor or the process dying releases the lock. Unlike the spec's
+FileStore, ``close`` removes the file (while still holding the lock, and an acquire
+locks only the file still linked at the path), so files do not pile up one per run
+ever owned; a holder that dies leaves its file for the next owner to remove. ``F_OFD_GETLK`` on a separate read-only descriptor asks whether a
 lock is held without taking it. The database path is hashed in so two databases in one
 data directory (the development and the test database) never share ownership.
 
@@ -64,6 +66,7 @@ class Owners(Protocol):
 # be 0 for OFD locks.
 _FLOCK = struct.Struct("@hhqqi4x")
 _OFD = sys.platform == "linux" and hasattr(os, "O_CLOEXEC")
+_TAKE_ROUNDS = 16
 
 
 def _flock(kind: int) -> bytes:
@@ -87,19 +90,28 @@ class FileLocks:
             # The spec: platforms without the required locks refuse sessions rather than
             # run without ownership.
             raise Unavailable("run ownership needs Linux OFD locks (F_OFD_SETLK)")
-        try:
-            self.lock_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path(run_id), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise Unavailable(f"cannot open the lock file of run {run_id!r}: {exc}") from exc
-        try:
-            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK))
-        except OSError as exc:
+        path = self.path(run_id)
+        # A releasing owner unlinks its file before it unlocks (``_FileHold.release``), so
+        # the lock we win may be on a file no longer at ``path``: then nobody can see it,
+        # and another acquire may already hold a new file there. Lock only a file that
+        # is still the one at ``path``; a few rounds suffice (each needs a release).
+        for _ in range(_TAKE_ROUNDS):
+            try:
+                self.lock_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise Unavailable(f"cannot open the lock file of run {run_id!r}: {exc}") from exc
+            try:
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK))
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise Busy(f"run {run_id!r} is owned by another session") from None
+                raise Unavailable(f"cannot lock run {run_id!r}: {exc}") from exc
+            if _same_file(fd, path):
+                return _FileHold(fd, path)
             os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise Busy(f"run {run_id!r} is owned by another session") from None
-            raise Unavailable(f"cannot lock run {run_id!r}: {exc}") from exc
-        return _FileHold(fd)
+        raise Unavailable(f"the lock file of run {run_id!r} kept being replaced")
 
     def held(self, run_ids: set[str]) -> set[str]:
         import fcntl
@@ -127,15 +139,34 @@ class FileLocks:
         return out
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        linked = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (linked.st_dev, linked.st_ino)
+
+
 class _FileHold:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, path: Path) -> None:
         self._fd = fd
+        self._path = path
 
     def check(self) -> None:
         """An OFD lock lasts as long as its descriptor, which only ``release`` closes."""
 
     def release(self) -> None:
-        os.close(self._fd)  # the last descriptor of the description: the lock goes
+        # Unlink while still holding the lock, so lock files do not pile up (one per run
+        # ever owned); only the owner unlinks, so the file at the path is always the one
+        # its owner holds, and ``held`` never tests a stale one. A holder that dies
+        # leaves its file; the next owner removes it.
+        try:
+            os.unlink(self._path)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(self._fd)  # the last descriptor of the description: the lock goes
 
 
 # -- PostgreSQL: session advisory locks -------------------------------------------------

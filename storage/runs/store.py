@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 from ..api import Store
 from ..errors import Busy, Closed, Invalid, NotFound, Unavailable
 from ..readonly import view
-from ..records import Guard
+from ..records import Guard, Nanos
 from .locks import AdvisoryLocks, FileLocks, Hold, Owners
 from .query import check_run_id
 from .records import RunRecord
@@ -82,8 +82,16 @@ class RunStore(Protocol):
 class RunSession:
     """A Session over any ``Store``: ownership is the ``Hold`` it was given."""
 
-    def __init__(self, store: Store, run_id: str, hold: Hold, forget: _Forget) -> None:
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        hold: Hold,
+        forget: _Forget,
+        clock: Callable[[], Nanos] | None = None,
+    ) -> None:
         self._store = store
+        self._clock = clock
         self._run_id = run_id
         self._hold = hold
         self._forget = forget
@@ -127,7 +135,7 @@ class RunSession:
             self.close()
             raise
         return self._store.transact(
-            Guard(), lambda tx: tx.put_run_record(record, expected_revision)
+            Guard(clock=self._clock), lambda tx: tx.put_run_record(record, expected_revision)
         )
 
     def close(self) -> None:
@@ -156,9 +164,15 @@ class _Forget(Protocol):
 class _RunStoreBase:
     """Acquire, the registry of open Sessions, and close, over an ``Owners``."""
 
-    def __init__(self, store: Store, owners: Owners) -> None:
+    def __init__(
+        self, store: Store, owners: Owners, clock: Callable[[], Nanos] | None = None
+    ) -> None:
         self.store = store
         self._owners = owners
+        # The clock of the saves' Guard (None: the store's own). A runtime on a virtual
+        # clock passes it, or one save at the host's time would drag its history there:
+        # Guard.now never decreases.
+        self._clock = clock
         self._lock = threading.Lock()
         self._sessions: set[RunSession] = set()
         self._closed = False
@@ -167,7 +181,8 @@ class _RunStoreBase:
         check_run_id(run_id)
         if self._closed:
             raise Closed("run store is closed")
-        session = RunSession(self.store, run_id, self._owners.take(run_id), self._forget)
+        hold = self._owners.take(run_id)
+        session = RunSession(self.store, run_id, hold, self._forget, self._clock)
         if not self._register(session):
             session.close()  # the store closed while this acquire was taking the lock
             raise Closed("run store is closed")
@@ -242,13 +257,15 @@ _MEMORY_OWNERS_LOCK = threading.Lock()
 class MemoryRunStore(_RunStoreBase):
     """The spec's MemoryStore: in-process ownership and CAS, no persistence."""
 
-    def __init__(self, store: MemoryStore | None = None) -> None:
+    def __init__(
+        self, store: MemoryStore | None = None, *, clock: Callable[[], Nanos] | None = None
+    ) -> None:
         from ..memory import MemoryStore
 
         memory = store if store is not None else MemoryStore()
         with _MEMORY_OWNERS_LOCK:
             owners = _MEMORY_OWNERS.setdefault(memory, _MemoryOwners())
-        super().__init__(memory, owners)
+        super().__init__(memory, owners, clock)
 
 
 class OrmRunStore(_RunStoreBase):
@@ -256,7 +273,13 @@ class OrmRunStore(_RunStoreBase):
     file locks under ``lock_dir`` (default ``CONDUIT_DATA_DIR/run-locks``) on SQLite,
     session advisory locks on PostgreSQL."""
 
-    def __init__(self, store: OrmStore, *, lock_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        store: OrmStore,
+        *,
+        lock_dir: Path | None = None,
+        clock: Callable[[], Nanos] | None = None,
+    ) -> None:
         from django.conf import settings
         from django.db import connections
 
@@ -267,17 +290,18 @@ class OrmRunStore(_RunStoreBase):
         else:
             database = Path(conn.settings_dict["NAME"]).resolve()
             owners = FileLocks(lock_dir or Path(settings.DATA_DIR) / "run-locks", database)
-        super().__init__(store, owners)
+        super().__init__(store, owners, clock)
 
 
-def run_store_for(store: Store) -> RunStore:
-    """The run store over ``store``'s data: MemoryStore or OrmStore."""
+def run_store_for(store: Store, *, clock: Callable[[], Nanos] | None = None) -> RunStore:
+    """The run store over ``store``'s data: MemoryStore or OrmStore. ``clock`` is the
+    saves' Guard clock (default: the store's)."""
     from ..memory import MemoryStore
 
     if isinstance(store, MemoryStore):
-        return MemoryRunStore(store)
+        return MemoryRunStore(store, clock=clock)
     from ..orm import OrmStore
 
     if isinstance(store, OrmStore):
-        return OrmRunStore(store)
+        return OrmRunStore(store, clock=clock)
     raise Invalid(f"no run store for {type(store).__name__}")

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from console.stores import get_artifacts, get_store
 from demo.graphruns import GraphRunner
 from demo.graphs import PROVIDES
-from demo.runtime import FAKE_EPOCH, Simulator
+from demo.runtime import Simulator
 from storage import ExecutionState, Guard, WorkState, view
 from storage.artifacts import FileArtifactStore
 from storage.control import cancel_work, retry_work
@@ -143,10 +143,9 @@ def test_the_same_seed_gives_the_same_history_on_any_fresh_store(tmp_path):
     on_sqlite = census(get_store())
 
     def in_memory(seed, ticks):
-        # Run Sessions save on the store's own clock: one that never runs ahead keeps
-        # their saves on the simulator's fake time (as the SQLite run does, see
-        # Simulator._run_store).
-        store = MemoryStore(clock=lambda: FAKE_EPOCH)
+        # The store's own clock is the host's: the simulator's Sessions must save on
+        # its fake clock (Simulator._run_store), or the digests part.
+        store = MemoryStore()
         sim = Simulator(store, FileArtifactStore(tmp_path / f"mem{seed}"), seed=seed, rate=RATE)
         for _ in range(ticks):
             sim.tick()

@@ -3,6 +3,8 @@ advisory locks (what ``pg_locks`` shows, the writers' lock apart, a cut connecti
 
 from __future__ import annotations
 
+import fcntl
+import os
 import time
 from pathlib import Path
 
@@ -12,12 +14,12 @@ from django.db import connections
 from storage import Busy, Closed, Guard, Unavailable
 from storage.orm import WRITERS_LOCK, OrmStore
 from storage.runs import OrmRunStore
-from storage.runs.locks import FileLocks, advisory_key
+from storage.runs.locks import FileLocks, _flock, _same_file, advisory_key
 
 from .runs_support import ordinary_record
 
 
-def test_lock_files_are_per_database_and_stay(tmp_path: Path) -> None:
+def test_lock_files_are_per_database_and_go_with_their_owner(tmp_path: Path) -> None:
     dev, test = (
         FileLocks(tmp_path, Path("/data/conduit.sqlite3")),
         FileLocks(tmp_path, Path("/data/test_conduit.sqlite3")),
@@ -31,9 +33,40 @@ def test_lock_files_are_per_database_and_stay(tmp_path: Path) -> None:
     assert dev.held({"run-1", "run-2"}) == {"run-1"}
     assert test.held({"run-1"}) == set()
     hold.release()
-    assert dev.path("run-1").exists(), "the lock file stays, as the spec's FileStore's"
+    assert not dev.path("run-1").exists(), "a released lock file is removed"
     assert dev.held({"run-1"}) == set()
     dev.take("run-1").release()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_acquire_never_keeps_a_lock_on_an_unlinked_file(tmp_path: Path) -> None:
+    # The race a removing release opens: an acquire opened the file, the owner unlinked
+    # it and let go, and the acquire then wins the lock on a file nobody else can see.
+    # It must not keep that lock, or a third acquire would own the run at the same time.
+    locks = FileLocks(tmp_path, Path("/data/conduit.sqlite3"))
+    first = locks.take("run-1")
+    stale = os.open(locks.path("run-1"), os.O_RDWR)  # an acquire between open and lock
+    first.release()
+    second = locks.take("run-1")  # a new file at the path
+    try:
+        fcntl.fcntl(stale, fcntl.F_OFD_SETLK, _flock(fcntl.F_WRLCK))  # wins the old inode
+        assert not _same_file(stale, locks.path("run-1"))  # so take() would retry
+        with pytest.raises(Busy):
+            locks.take("run-1")
+        assert locks.held({"run-1"}) == {"run-1"}
+    finally:
+        os.close(stale)
+        second.release()
+    assert locks.held({"run-1"}) == set()
+
+
+def test_a_dead_holders_file_is_reused_and_then_removed(tmp_path: Path) -> None:
+    locks = FileLocks(tmp_path, Path("/data/conduit.sqlite3"))
+    locks.path("run-1").touch()  # left by a holder that was killed: no lock on it
+    hold = locks.take("run-1")
+    assert locks.held({"run-1"}) == {"run-1"}
+    hold.release()
+    assert not locks.path("run-1").exists()
 
 
 def _run_locks() -> list[tuple[int, int, int, str]]:
