@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from .records import (
+    Buckets,
     CorrelationKey,
     Event,
     Execution,
@@ -102,6 +103,26 @@ class Tx(Protocol):
     def query_works(self, query: WorkQuery) -> list[Work]: ...
     def count_works(self, query: WorkQuery) -> int: ...
     def work_facets(self, query: WorkQuery) -> WorkFacets: ...
+
+    # Dashboard reads (meaning: storage/series.py) ---------------------------------
+    def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Work matching ``query``'s filters per state (the query's, else all six),
+        counted by the bucket of its updated time; order, cursor and limit unused."""
+        ...
+
+    def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Events per bucket of acceptance time, recorded in any of ``scope_ids``."""
+        ...
+
+    def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Attempts per bucket of first claim, of Work in any of ``scope_ids``."""
+        ...
+
+    def exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """Ready Work with an attempt, none live and no Timer, among ``query``'s."""
+        ...
+
+    def count_exhausted(self, query: WorkQuery) -> int: ...
 
     # Executions -----------------------------------------------------------------
     def put_execution(self, execution: Execution) -> Execution: ...

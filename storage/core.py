@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, overload
 
-from . import lifecycle, validate
+from . import lifecycle, series, validate
 from .api import KV_VALUE_LIMIT
 from .errors import Cancelled, Conflict, Fenced, Invalid, NotFound, ReadOnly, TxClosed
 from .query import check_query
@@ -26,6 +26,7 @@ from .records import (
     LIVE_EXECUTION_STATES,
     ArtifactRef,
     Binding,
+    Buckets,
     CorrelationKey,
     Event,
     Execution,
@@ -1053,3 +1054,55 @@ class BaseTx(ABC):
         self._check()
         self._kv_names(namespace, None)
         return self._kv_list(namespace, prefix)
+
+    # -- Dashboard reads (series and exhausted Work; meaning in storage/series.py) ----
+    @abstractmethod
+    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]: ...
+
+    @abstractmethod
+    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _exhausted_works(self, query: WorkQuery) -> list[Work]: ...
+
+    @abstractmethod
+    def _count_exhausted(self, query: WorkQuery) -> int: ...
+
+    def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Work matching ``query``'s filters, per state (the query's states, else all),
+        counted by the bucket of its ``updated_at``. Order, cursor and limit are not
+        used. Served by indexes on (state, updated) and (scope, state, updated)."""
+        self._check()
+        check_query(query)
+        series.check_buckets(buckets)
+        return self._work_series(query, buckets)
+
+    def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Events per bucket of their acceptance time, recorded in any of
+        ``scope_ids`` ("" = none recorded; None = any)."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._event_series(buckets, scope_ids)
+
+    def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Attempts per bucket of their first claim, of Work in any of ``scope_ids``."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._attempt_series(buckets, scope_ids)
+
+    def exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """``query``'s Work that is exhausted (ready, has had an attempt, no live
+        attempt, no Timer), in the query's order, paged and limited by it."""
+        self._check()
+        check_query(query)
+        return self._exhausted_works(query)
+
+    def count_exhausted(self, query: WorkQuery) -> int:
+        self._check()
+        check_query(query)
+        return self._count_exhausted(query)
