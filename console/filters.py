@@ -1,8 +1,9 @@
 """The Work list's filter, search box and keyset cursor, read from and written to URLs.
 
 Every filter lives in the query string so any view can be bookmarked and shared:
-``state`` and ``source`` repeat, ``scope``, ``kind``, ``parent``, ``executor`` and
-``since`` appear once, ``sort`` and ``size`` choose the order and page size, and
+``state`` and ``source`` repeat, ``scope``, ``within`` (a Scope and its descendants),
+``kind``, ``parent``, ``executor``, ``since`` and ``until`` (updated in [since,
+until)) appear once, ``sort`` and ``size`` choose the order and page size, and
 ``after`` / ``before`` carry a WorkKey as ``<time ns>.<Work ID>``.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from django.http import QueryDict
@@ -35,7 +37,10 @@ REVERSED = {
     WorkOrder.UPDATED_DESC: WorkOrder.UPDATED_ASC,
     WorkOrder.UPDATED_ASC: WorkOrder.UPDATED_DESC,
 }
-QUALIFIERS = ("state", "kind", "scope", "source", "executor", "parent")
+QUALIFIERS = ("state", "kind", "scope", "within", "source", "executor", "parent", "since", "until")
+# The single-valued text filters, in their canonical URL order.
+TEXT_FILTERS = ("scope", "within", "kind", "parent", "executor")
+TIME_FILTERS = ("since", "until")
 MAX_TEXT = 255
 _DURATION = re.compile(r"^(\d{1,6})([smhd])$")
 _LOST_PLUS = re.compile(r"^(.+[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$")
@@ -44,6 +49,7 @@ SINCE_HELP = (
     "Enter a UTC time like 2025-11-30 14:00, an ISO 8601 instant like "
     "2025-11-30T14:00:00+01:00, or a duration back from now like 15m, 2h or 1d."
 )
+UNTIL_AFTER_SINCE = "Updated before must be later than updated since."
 
 
 class FilterError(ValueError):
@@ -58,18 +64,28 @@ class FilterError(ValueError):
 class WorkFilter:
     states: tuple[WorkState, ...] = ()
     scope: str = ""
+    within: str = ""  # a Scope and its descendants (console.scopes.subtree)
     kind: str = ""
     parent: str = ""
     sources: tuple[str, ...] = ()
     executor: str = ""
     since: str = ""  # as typed, so a relative "15m" stays relative in a bookmark
     since_ns: int | None = None
+    until: str = ""  # updated strictly before; typed like since
+    until_ns: int | None = None
     sort: WorkOrder = WorkOrder.CREATED_DESC
     size: int = DEFAULT_PAGE_SIZE
 
     def query(
-        self, *, after: WorkKey | None = None, limit: int = 0, reverse: bool = False
+        self,
+        *,
+        after: WorkKey | None = None,
+        limit: int = 0,
+        reverse: bool = False,
+        scope_ids: frozenset[str] = frozenset(),
     ) -> WorkQuery:
+        """The WorkQuery of this filter; ``scope_ids`` is ``within``'s subtree, which
+        only a read can resolve (it needs the Scopes)."""
         return WorkQuery(
             states=frozenset(self.states),
             scope_id=self.scope,
@@ -78,6 +94,8 @@ class WorkFilter:
             sources=frozenset(self.sources),
             executor=self.executor,
             updated_since=self.since_ns,
+            scope_ids=scope_ids,
+            updated_before=self.until_ns,
             order=REVERSED[self.sort] if reverse else self.sort,
             after=after,
             limit=limit,
@@ -88,19 +106,15 @@ class WorkFilter:
         """True when any filter (not the sort or page size) is set."""
         return bool(
             self.states
-            or self.scope
-            or self.kind
-            or self.parent
             or self.sources
-            or self.executor
-            or self.since
+            or any(getattr(self, n) for n in (*TEXT_FILTERS, *TIME_FILTERS))
         )
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
         out = [("state", s.value) for s in self.states]
         out += [("source", s) for s in self.sources]
-        for name in ("scope", "kind", "parent", "executor", "since"):
+        for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
                 out.append((name, value))
@@ -132,8 +146,8 @@ class WorkFilter:
             return replace(self, states=tuple(s for s in self.states if s.value != value))
         if name == "source":
             return replace(self, sources=tuple(s for s in self.sources if s != value))
-        if name == "since":
-            return replace(self, since="", since_ns=None)
+        if name in TIME_FILTERS:
+            return replace(self, **{name: "", f"{name}_ns": None})
         return replace(self, **{name: ""})
 
     def chips(self) -> list[tuple[str, str, str]]:
@@ -142,7 +156,7 @@ class WorkFilter:
             ("state", s.value, self.without("state", s.value).querystring()) for s in self.states
         ]
         chips += [("source", s, self.without("source", s).querystring()) for s in self.sources]
-        for name in ("scope", "kind", "parent", "executor", "since"):
+        for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
                 chips.append((name, value, self.without(name).querystring()))
@@ -233,14 +247,8 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
         value = _text("source", raw, errors)
         if value and value not in sources:
             sources.append(value)
-    texts = {n: _text(n, data.get(n, ""), errors) for n in ("scope", "kind", "parent", "executor")}
-    since = _text("since", data.get("since", ""), errors)
-    since_ns = None
-    if since:
-        try:
-            since_ns = parse_since(since, time.time_ns() if now_ns is None else now_ns)
-        except FilterError as exc:
-            errors.update(exc.errors)
+    texts = {n: _text(n, data.get(n, ""), errors) for n in TEXT_FILTERS}
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     sort = WorkOrder.CREATED_DESC
     raw_sort = data.get("sort", "")
     if raw_sort:
@@ -257,15 +265,25 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
             errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
     if errors:
         raise FilterError(errors)
-    return WorkFilter(
-        states=states,
-        sources=tuple(sources),
-        since=since,
-        since_ns=since_ns,
-        sort=sort,
-        size=size,
-        **texts,
-    )
+    return WorkFilter(states=states, sources=tuple(sources), sort=sort, size=size, **texts, **times)
+
+
+def _times(raw: Mapping[str, str], now_ns: int | None, errors: dict[str, str]) -> dict[str, Any]:
+    """``since`` and ``until`` as typed and as instants; errors name each bad one."""
+    now = time.time_ns() if now_ns is None else now_ns
+    out: dict[str, Any] = {}
+    for name in TIME_FILTERS:
+        value = _text(name, raw.get(name, ""), errors)
+        out[name], out[f"{name}_ns"] = value, None
+        if value:
+            try:
+                out[f"{name}_ns"] = parse_since(value, now)
+            except FilterError:
+                errors[name] = SINCE_HELP
+    since_ns, until_ns = out["since_ns"], out["until_ns"]
+    if since_ns is not None and until_ns is not None and until_ns <= since_ns:
+        errors["until"] = UNTIL_AFTER_SINCE
+    return out
 
 
 def parse_search(q: str) -> Search:
@@ -286,7 +304,7 @@ def parse_search(q: str) -> Search:
     return Search(qualifiers, tuple(terms))
 
 
-def apply_search(base: WorkFilter, search: Search) -> WorkFilter:
+def apply_search(base: WorkFilter, search: Search, now_ns: int | None = None) -> WorkFilter:
     """``base`` with the search's qualifiers folded in: states and sources are added,
     the other filters are set (the last one typed wins)."""
     errors: dict[str, str] = {}
@@ -298,12 +316,17 @@ def apply_search(base: WorkFilter, search: Search) -> WorkFilter:
         f = f.with_value("state", state.value)
     for source in search.qualifiers.get("source", []):
         f = f.with_value("source", _text("q", source, errors))
-    for name in ("kind", "scope", "parent", "executor"):
+    for name in TEXT_FILTERS:
         values = search.qualifiers.get(name)
         if values:
             f = replace(f, **{name: _text("q", values[-1], errors)})
+    typed = {n: search.qualifiers[n][-1] for n in TIME_FILTERS if n in search.qualifiers}
+    if typed:
+        raw = {n: typed.get(n, getattr(f, n)) for n in TIME_FILTERS}
+        times = _times(raw, now_ns, errors)
+        f = replace(f, **times)
     if errors:
-        raise FilterError(errors)
+        raise FilterError({"q": next(iter(errors.values()))})
     return f
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import storage
 from console.actions import BULK_CAP, Action
 from console.filters import Cursor, EventFilter, SeqCursor, WorkFilter
+from console.scopes import subtree
 from console.stores import get_store
 from storage import (
     CorrelationKey,
@@ -65,27 +66,35 @@ class WorkListPage:
         return sum(self.facets.state.values())
 
 
+def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
+    """The Scope IDs of ``f.within``'s subtree (one read of the Scopes), or none."""
+    return subtree(tx.scopes(), f.within).ids if f.within else frozenset()
+
+
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
-    the stamp (2), the page (1, 2 when paging back past the start), the facets (1)."""
+    the stamp (2), the Scopes when ``within`` is set (1), the page (1, 2 when paging
+    back past the start), the facets (1)."""
 
     def read(tx: Tx) -> WorkListPage | None:
         stamp = stamp_of(tx)
         if stamp == seen:
             return None
         size = f.size
-        query = f.query()
+        tree = within(tx, f)
+        query = f.query(scope_ids=tree)
         if cursor is not None and cursor.backward:
-            rows = tx.query_works(f.query(after=cursor.key, limit=size + 1, reverse=True))
+            page = f.query(after=cursor.key, limit=size + 1, reverse=True, scope_ids=tree)
+            rows = tx.query_works(page)
             has_prev, rows = len(rows) > size, rows[:size][::-1]
             has_next = True
             if not has_prev and len(rows) < size:
                 # Back at the start with a short page: show a full first page instead.
-                rows = tx.query_works(f.query(limit=size + 1))
+                rows = tx.query_works(f.query(limit=size + 1, scope_ids=tree))
                 has_next, rows = len(rows) > size, rows[:size]
         else:
             after = cursor.key if cursor else None
-            rows = tx.query_works(f.query(after=after, limit=size + 1))
+            rows = tx.query_works(f.query(after=after, limit=size + 1, scope_ids=tree))
             has_next, rows = len(rows) > size, rows[:size]
             has_prev = cursor is not None
         facets = tx.work_facets(query)
@@ -238,7 +247,7 @@ def read_bulk_plan(
                 except NotFound:
                     excluded.append((work_id, None, "no such Work"))
         elif f is not None:
-            works = tx.query_works(f.query(limit=BULK_CAP + 1))
+            works = tx.query_works(f.query(limit=BULK_CAP + 1, scope_ids=within(tx, f)))
             truncated, works = len(works) > BULK_CAP, works[:BULK_CAP]
         live = {x.work_id for x in tx.live_executions()} if action is Action.RETRY else set()
         eligible = []
