@@ -336,18 +336,28 @@ def apply_search(base: WorkFilter, search: Search, now_ns: int | None = None) ->
 EVENT_PAGE_SIZE = 50
 
 
+EVENT_TEXTS = ("source", "type", "scope", "within", "work")
+
+
 @dataclass(frozen=True, slots=True)
 class EventFilter:
-    """The Events stream's filter, answered by one indexed ``find_events`` read."""
+    """The Events stream's filter, answered by one indexed ``find_events`` read.
+    ``within`` is a Scope and its descendants; ``since``/``until`` bound the
+    acceptance time, typed as on the Work list."""
 
     source: str = ""
     type: str = ""
     scope: str = ""
+    within: str = ""
     work: str = ""
     unrouted: bool = False
+    since: str = ""
+    since_ns: int | None = None
+    until: str = ""
+    until_ns: int | None = None
 
     def params(self) -> list[tuple[str, str]]:
-        out = [(n, getattr(self, n)) for n in ("source", "type", "scope", "work")]
+        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
         out = [(n, v) for n, v in out if v]
         if self.unrouted:
             out.append(("unrouted", "1"))
@@ -361,12 +371,61 @@ class EventFilter:
     def narrowed(self) -> bool:
         return bool(self.params())
 
+    def without(self, name: str) -> EventFilter:
+        if name == "unrouted":
+            return replace(self, unrouted=False)
+        if name in TIME_FILTERS:
+            return replace(self, **{name: "", f"{name}_ns": None})
+        return replace(self, **{name: ""})
+
     def chips(self) -> list[tuple[str, str, str]]:
-        chips = []
+        return [
+            (name, value if name != "unrouted" else "only", self.without(name).querystring())
+            for name, value in self.params()
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class StartedFilter:
+    """The Executions page's history: attempts first claimed in [since, until) (until
+    empty: now), of Work within a Scope tree. What an attempts chart bucket counts."""
+
+    since: str
+    since_ns: int
+    until: str = ""
+    until_ns: int | None = None
+    within: str = ""
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [(n, getattr(self, n)) for n in ("within", *TIME_FILTERS)]
+        return [(n, v) for n, v in out if v]
+
+    def querystring(self) -> str:
+        return "?" + urlencode(self.params())
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        """Removing ``since`` leaves the history: back to the live attempts."""
+        out = []
         for name, value in self.params():
-            rest = replace(self, **{name: False if name == "unrouted" else ""})
-            chips.append((name, value if name != "unrouted" else "only", rest.querystring()))
-        return chips
+            rest = [(n, v) for n, v in self.params() if n != name]
+            keep = any(n == "since" for n, _ in rest)
+            out.append((name, value, "?" + urlencode(rest) if keep else "?"))
+        return out
+
+
+def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedFilter | None:
+    """None when the query names no history (the live attempts); ``since`` is needed
+    for one, so the range is always bounded."""
+    if not any(data.get(n, "") for n in ("within", *TIME_FILTERS)):
+        return None
+    errors: dict[str, str] = {}
+    within = _text("within", data.get("within", ""), errors)
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
+    if times["since_ns"] is None and "since" not in errors:
+        errors["since"] = "Attempts started since when? " + SINCE_HELP
+    if errors:
+        raise FilterError(errors)
+    return StartedFilter(within=within, **times)
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,9 +437,10 @@ class SeqCursor:
     after: int = 0
 
 
-def parse_event_filter(data: QueryDict) -> tuple[EventFilter, SeqCursor]:
+def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[EventFilter, SeqCursor]:
     errors: dict[str, str] = {}
-    texts = {n: _text(n, data.get(n, ""), errors) for n in ("source", "type", "scope", "work")}
+    texts = {n: _text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     unrouted = data.get("unrouted", "") in ("1", "on", "true")
     cursor = {}
     for name in ("before", "after"):
@@ -393,4 +453,4 @@ def parse_event_filter(data: QueryDict) -> tuple[EventFilter, SeqCursor]:
         errors["after"] = "Give either after or before, not both."
     if errors:
         raise FilterError(errors)
-    return EventFilter(unrouted=unrouted, **texts), SeqCursor(**cursor)
+    return EventFilter(unrouted=unrouted, **texts, **times), SeqCursor(**cursor)

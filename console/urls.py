@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from console.views import artifacts, events, misc, operate, runtime, works
+from console.views import artifacts, dashboard, events, misc, operate, runtime, works
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
 # and action URLs put the action first so no Work ID can be mistaken for one.
@@ -24,6 +24,8 @@ urlpatterns = [
     path("waits", runtime.waits, name="waits"),
     path("timers", runtime.timers, name="timers"),
     path("scopes", runtime.scopes, name="scopes"),
+    path("dashboard", dashboard.dashboard, name="dashboard"),
+    path("dashboard/<path:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("healthz", misc.healthz, name="healthz"),
 ]

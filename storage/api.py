@@ -83,9 +83,12 @@ class Tx(Protocol):
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
+        received_since: Nanos | None = None,
+        received_before: Nanos | None = None,
     ) -> list[StoredEvent]:
         """Events with after < sequence < before (0: unbounded) matching every given
-        filter, ascending or newest first, at most ``limit`` (the console's search)."""
+        filter (acceptance time in [received_since, received_before)), ascending or
+        newest first, at most ``limit`` (the console's search)."""
         ...
 
     def latest_sequence(self) -> int: ...
@@ -116,6 +119,16 @@ class Tx(Protocol):
 
     def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
         """Attempts per bucket of first claim, of Work in any of ``scope_ids``."""
+        ...
+
+    def started_executions(
+        self,
+        since: Nanos,
+        before: Nanos,
+        scope_ids: Sequence[str] | None = None,
+        limit: int = 0,
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), newest first."""
         ...
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:

@@ -79,6 +79,9 @@ class EventScan:
     caused_by: str | None = None
     sources: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    # Acceptance time in [received_since, received_before); None: unbounded.
+    received_since: Nanos | None = None
+    received_before: Nanos | None = None
 
     def matches(self, stored: StoredEvent) -> bool:
         """The scan's meaning for one Event (the reference double filters with it)."""
@@ -96,6 +99,8 @@ class EventScan:
             and (self.caused_by is None or e.causation_id == self.caused_by)
             and (not self.sources or e.source in self.sources)
             and (not self.types or e.type in self.types)
+            and (self.received_since is None or e.received_at >= self.received_since)
+            and (self.received_before is None or e.received_at < self.received_before)
         )
 
 
@@ -418,11 +423,15 @@ class BaseTx(ABC):
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
+        received_since: Nanos | None = None,
+        received_before: Nanos | None = None,
     ) -> list[StoredEvent]:
         """The operator's Event search: sequence strictly between ``after`` and
         ``before`` (0: unbounded), any of ``sources``, any of ``types``, recorded in
         any of ``scope_ids`` ("" = none recorded), naming or routed to ``work_id``,
-        unrouted only; ascending or newest first; at most ``limit``. Every filter is
+        unrouted only, accepted in [received_since, received_before) (the dashboard's
+        buckets; by the acceptance-time index); ascending or newest first; at most
+        ``limit``. Every filter is
         served by an index ending in the sequence, so a page costs what it returns."""
         for values, what in ((sources, "sources"), (types, "types"), (scope_ids, "scope_ids")):
             if isinstance(values, str):
@@ -437,6 +446,8 @@ class BaseTx(ABC):
             scope_ids=None if scope_ids is None else tuple(scope_ids),
             work_id=work_id or None,
             unrouted=unrouted,
+            received_since=received_since,
+            received_before=received_before,
         )
         return self._scan(scan)
 
@@ -1066,6 +1077,11 @@ class BaseTx(ABC):
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
 
     @abstractmethod
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]: ...
+
+    @abstractmethod
     def _exhausted_works(self, query: WorkQuery) -> list[Work]: ...
 
     @abstractmethod
@@ -1094,6 +1110,22 @@ class BaseTx(ABC):
         series.check_buckets(buckets)
         series.check_scope_ids(scope_ids)
         return self._attempt_series(buckets, scope_ids)
+
+    def started_executions(
+        self,
+        since: Nanos,
+        before: Nanos,
+        scope_ids: Sequence[str] | None = None,
+        limit: int = 0,
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), of Work in any of ``scope_ids``,
+        the most recently started first: what an ``attempt_series`` bucket counted."""
+        self._check()
+        validate.require_limit(limit)
+        series.check_scope_ids(scope_ids)
+        if since < 0 or before < since:
+            raise Invalid("a time range runs from a nonnegative start to a later end")
+        return self._started_executions(since, before, scope_ids, limit)
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """``query``'s Work that is exhausted (ready, has had an attempt, no live

@@ -202,6 +202,13 @@ class MemoryTx(BaseTx):
         scope_of = {w.id: w.scope_id for w in self._list("work")}
         return series.attempt_series(buckets, scope_ids, self._list("execution"), scope_of)
 
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
+        scope_of = {w.id: w.scope_id for w in self._list("work")}
+        attempts = self._list("execution")
+        return series.select_started(since, before, scope_ids, limit, attempts, scope_of)
+
     def _exhausted_works(self, query: WorkQuery) -> list[Work]:
         return series.select_exhausted(
             query, self._list("work"), self._list("execution"), self._list("timer")

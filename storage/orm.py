@@ -45,6 +45,7 @@ from .models import (
     LIVE_EXECUTION,
     EventRow,
     ExecutionRow,
+    JsonNanos,
     KVRow,
     MetaRow,
     ScopeRow,
@@ -80,6 +81,9 @@ logger = logging.getLogger(__name__)
 # The most parameters one statement of a dashboard read binds (SQLite's default cap
 # is 32766).
 _MAX_PARAMS = 30_000
+
+# The Scope of an attempt (alias x): its Work's, by a primary-key probe.
+_WORK_SCOPE = "(SELECT w.scope_id FROM conduit_work w WHERE w.id = x.work_id)"
 
 # PostgreSQL: the session-level advisory lock that serialises writers ("conduit" in
 # ASCII). Advisory locks are per database, so test databases do not share it.
@@ -420,8 +424,23 @@ class OrmTx(BaseTx):
             qs = qs.filter(source__in=list(scan.sources))
         if scan.types:
             qs = qs.filter(type__in=list(scan.types))
+        if scan.received_since is not None or scan.received_before is not None:
+            qs = self._received_between(qs, scan.received_since, scan.received_before)
         rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*self._EVENT_FIELDS)
         return [self._stored(r) for r in (rows[: scan.limit] if scan.limit else rows)]
+
+    @staticmethod
+    def _received_between(
+        qs: QuerySet[EventRow], since: Nanos | None, before: Nanos | None
+    ) -> QuerySet[EventRow]:
+        """Acceptance time in [since, before), by the event_received index (the same
+        expression, models.JsonNanos)."""
+        qs = qs.alias(received=JsonNanos("received_at"))
+        if since is not None:
+            qs = qs.filter(received__gte=since)
+        if before is not None:
+            qs = qs.filter(received__lt=before)
+        return qs
 
     def _latest_sequence(self) -> int:
         return int(self._one("SELECT MAX(seq) FROM conduit_event", []) or 0)
@@ -530,9 +549,23 @@ class OrmTx(BaseTx):
         # the bucket: a correlated subquery rather than a join, which SQLite (without
         # statistics) and PostgreSQL (which hash-joined the Scope's whole history,
         # measured 80 times slower) could start from the Scope's Work.
-        scope = "(SELECT w.scope_id FROM conduit_work w WHERE w.id = x.work_id)"
-        where, params = self._in(scope, scope_ids)
+        where, params = self._in(_WORK_SCOPE, scope_ids)
         return self._bucket_counts("conduit_execution x", time, where, params, buckets)
+
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
+        # The execution_started range, newest first; the Scope as in _attempt_series.
+        time = json_nanos_sql(connections[self.alias].vendor, "x.data", "started_at")
+        where, params = ("", []) if scope_ids is None else self._in(_WORK_SCOPE, scope_ids)
+        sql = (
+            f"SELECT x.data FROM conduit_execution x WHERE {time} >= %s AND {time} < %s"
+            f"{where} ORDER BY {time} DESC, x.id DESC"
+        )
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._column(sql, [since, before, *params])
+        return [codec.decode(Execution, d) for d in rows]
 
     def _exhausted(self, query: WorkQuery) -> QuerySet[WorkRow]:
         # Ready Work is live (the state index's range); each candidate costs three

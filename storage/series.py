@@ -11,6 +11,8 @@ them (the shared cases in tests/storage/cases/series.py and the differential tes
 - ``event_series``: Events by the bucket of their acceptance time (``received_at``).
 - ``attempt_series``: attempts by the bucket of their first claim (``started_at``; an
   attempt never claimed has none and counts nowhere).
+- ``select_started``: the attempts behind an ``attempt_series`` bucket, the most
+  recently started first (ties by ID, descending).
 - ``select_exhausted``: ready Work that has had an attempt, has no live attempt and
   no Timer: nothing will run it again until an operator retries it.
 
@@ -28,6 +30,7 @@ from .records import (
     MAX_BUCKETS,
     Buckets,
     Execution,
+    Nanos,
     StoredEvent,
     Timer,
     Work,
@@ -94,6 +97,29 @@ def attempt_series(
         if i is not None and (scope_ids is None or scope_of.get(x.work_id, "") in scope_ids):
             counts[i] += 1
     return counts
+
+
+def select_started(
+    since: Nanos,
+    before: Nanos,
+    scope_ids: Sequence[str] | None,
+    limit: int,
+    executions: Iterable[Execution],
+    scope_of: Mapping[str, str],
+) -> list[Execution]:
+    check_scope_ids(scope_ids)
+    chosen = sorted(
+        (
+            x
+            for x in executions
+            if x.started_at
+            and since <= x.started_at < before
+            and (scope_ids is None or scope_of.get(x.work_id, "") in scope_ids)
+        ),
+        key=lambda x: (x.started_at, x.id),
+        reverse=True,
+    )
+    return chosen[:limit] if limit else chosen
 
 
 def select_exhausted(

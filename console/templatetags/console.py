@@ -199,6 +199,8 @@ _SECTIONS = {
     "waits": "waits",
     "timers": "timers",
     "scopes": "scopes",
+    "dashboard": "dashboard",
+    "dashboard_scope": "dashboard",
 }
 
 

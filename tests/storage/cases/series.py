@@ -177,7 +177,8 @@ def case_attempt_series_counts_each_attempt_once_at_its_first_claim(
     store: Store, clock: FakeClock
 ) -> None:
     """Attempts by the bucket of their first claim: a resumed attempt is not counted
-    again, one never claimed is not counted, the Scope is its Work's."""
+    again, one never claimed is not counted, the Scope is its Work's; and
+    started_executions lists what a bucket counted, the latest first."""
     tx(store, _scopes)
     at(
         store,
@@ -207,17 +208,25 @@ def case_attempt_series_counts_each_attempt_once_at_its_first_claim(
         lambda t: t.claim("xa", "runner", t.now + seconds(600)),
     )
 
-    def read(t: Tx) -> dict[str, list[int]]:
+    def read(t: Tx) -> dict[str, object]:
         return {
             "any": t.attempt_series(AXIS),
             "acme tree": t.attempt_series(AXIS, ["acme", "acme-eu"]),
             "unscoped": t.attempt_series(AXIS, [""]),
+            "started": ids(t.started_executions(T0, AXIS.end)),
+            "started in acme": ids(t.started_executions(T0, AXIS.end, ["acme", "acme-eu"])),
+            "latest": ids(t.started_executions(T0, AXIS.end, limit=1)),
+            "bucket 1": ids(t.started_executions(*AXIS.bounds(1))),
         }
 
     assert tx(store, read) == {
         "any": [1, 1, 0, 1],
         "acme tree": [1, 0, 0, 0],
         "unscoped": [0, 0, 0, 1],
+        "started": ["xc", "xb", "xa"],
+        "started in acme": ["xa"],
+        "latest": ["xc"],
+        "bucket 1": ["xb"],
     }, "attempt_series counts attempts once, at the first claim, by their Work's Scope"
 
 
@@ -339,6 +348,8 @@ def case_dashboard_reads_refuse_bad_axes_and_work_in_a_view(store: Store, clock:
             "WorkQuery.scope_ids string",
         )
         raises(Invalid, lambda: t.exhausted_works(WorkQuery(limit=-1)), "negative limit")
+        raises(Invalid, lambda: t.started_executions(T0, T0 - 1), "a range ending first")
+        raises(Invalid, lambda: t.started_executions(T0, T0, limit=-1), "a negative limit")
 
     tx(store, strings)
     tx(store, _scopes)
@@ -353,9 +364,47 @@ def case_dashboard_reads_refuse_bad_axes_and_work_in_a_view(store: Store, clock:
             t.attempt_series(AXIS, ["acme"]),
             ids(t.exhausted_works(WorkQuery())),
             t.count_exhausted(WorkQuery()),
+            ids(t.started_executions(T0, AXIS.end, ["acme"])),
         )
 
     in_tx = tx(store, everything)
     assert in_tx[3] == ["w1"], "the data set has one exhausted Work"
     assert in_tx[1] == [1, 0, 0, 0], "the data set has one Event in the first bucket"
     assert storage.view(store, None, everything) == in_tx, "the dashboard reads differ in a View"
+
+
+def case_find_events_selects_an_acceptance_window(store: Store, clock: FakeClock) -> None:
+    """find_events' received_since (inclusive) and received_before (exclusive) select
+    by acceptance time, with every other filter and both orders: the Events behind an
+    event_series bucket."""
+    tx(store, _scopes)
+    for event_id, when in (("e1", T0 - 1), ("e2", T0), ("e3", T0 + 30), ("e4", T0 + MINUTE)):
+
+        def accept(t: Tx, event_id: str = event_id) -> None:
+            t.accept_event(make_event(event_id, occurred_at=T0 - seconds(600)))
+            if event_id != "e3":
+                t.set_event_scope(event_id, "acme")
+
+        at(store, when, accept)
+
+    def read(t: Tx) -> dict[str, list[str]]:
+        bucket = {"received_since": T0, "received_before": T0 + MINUTE}
+        return {
+            "bucket": ids(t.find_events(**bucket)),
+            "newest first": ids(t.find_events(newest_first=True, **bucket)),
+            "acme": ids(t.find_events(scope_ids=["acme"], **bucket)),
+            "limit": ids(t.find_events(limit=1, newest_first=True, **bucket)),
+            "since only": ids(t.find_events(received_since=T0 + 30)),
+            "before only": ids(t.find_events(received_before=T0)),
+            "counted": [str(n) for n in t.event_series(Buckets(T0, MINUTE, 1))],
+        }
+
+    assert tx(store, read) == {
+        "bucket": ["e2", "e3"],
+        "newest first": ["e3", "e2"],
+        "acme": ["e2"],
+        "limit": ["e3"],
+        "since only": ["e3", "e4"],
+        "before only": ["e1"],
+        "counted": ["2"],
+    }, "find_events selects acceptance times in [received_since, received_before)"
