@@ -23,18 +23,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from django.core.exceptions import FullResultSet
 from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.models import (
-    BigIntegerField,
     Count,
     Exists,
-    ExpressionWrapper,
-    F,
     Model,
     OuterRef,
     Q,
     QuerySet,
-    Value,
 )
 
 from . import codec
@@ -493,42 +490,66 @@ class OrmTx(BaseTx):
 
     # -- dashboard reads ------------------------------------------------------------
     def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
-        # One GROUP BY (state, bucket) over the window: from the (state, updated)
-        # index, or (scope, state, updated) for a Scope subtree, without table rows.
-        bucket = (F("updated_ns") - Value(buckets.start)) / Value(buckets.width)
-        rows = (
-            self._filtered(query)
-            .filter(updated_ns__gte=buckets.start, updated_ns__lt=buckets.end)
-            .order_by()
-            .annotate(bucket=ExpressionWrapper(bucket, output_field=BigIntegerField()))
-            .values_list("state", "bucket")
-            .annotate(n=Count("*"))
-        )
-        out = {s.value: [0] * buckets.count for s in series_states(query)}
-        for state, i, n in rows:
-            out[state][int(i)] += n
-        return out
+        # A COUNT per (state, bucket) over the (state, updated) index, or (state,
+        # Scope, updated) for a Scope subtree, read from the index alone: 7 times
+        # faster than one GROUP BY (state, bucket), which computes every row's bucket
+        # and sorts them (measured at 100,000 Work in the window).
+        states = series_states(query)
+        where, params = self._where(self._filtered(query))
+        per_state = f"{where} AND state = %s" if where else " AND state = %s"
+        parts = [
+            (
+                f"conduit_work WHERE updated_ns >= %s AND updated_ns < %s{per_state}",
+                [*b, *params, s.value],
+            )
+            for s in states
+            for b in (buckets.bounds(i) for i in range(buckets.count))
+        ]
+        counts = self._counts(parts)
+        n = buckets.count
+        return {s.value: counts[k * n : (k + 1) * n] for k, s in enumerate(states)}
+
+    def _where(self, qs: QuerySet[Any]) -> tuple[str, list[Any]]:
+        """The WHERE clause Django compiles for ``qs``'s filters, as " AND (...)"
+        ("" for none), to reuse the Work query's meaning in hand-written counts."""
+        query = qs.query
+        try:
+            sql, params = query.get_compiler(using=self.alias).compile(query.where)
+        except FullResultSet:
+            return "", []
+        return f" AND ({sql})", list(params)
+
+    def _counts(self, parts: Sequence[tuple[str, list[Any]]]) -> list[int]:
+        """``SELECT COUNT(*) FROM <part>`` for each part, as scalar subqueries of one
+        statement (more when the drivers' parameter cap, SQLite 32766 and
+        PostgreSQL 65535, would be passed: a long subtree of Scopes, many buckets)."""
+        counts: list[int] = []
+        start = 0
+        while start < len(parts):
+            stop, bound = start, 0
+            while stop < len(parts) and (
+                stop == start or bound + len(parts[stop][1]) <= _MAX_PARAMS
+            ):
+                bound += len(parts[stop][1])
+                stop += 1
+            chunk = parts[start:stop]
+            sql = "SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {p})" for p, _ in chunk)
+            self._cursor.execute(sql, [v for _, ps in chunk for v in ps])
+            counts += [int(n) for n in self._cursor.fetchone()]
+            start = stop
+        return counts
 
     def _bucket_counts(
         self, source: str, time: str, where: str, params: list[Any], b: Buckets
     ) -> list[int]:
-        """Rows of ``source`` per bucket of the indexed time expression ``time``: one
-        statement of scalar subqueries, each a COUNT over one index range (bounds as
-        parameters: SQLite uses the expression index only against those, not against
-        a joined table of bounds). Not one GROUP BY: grouping by a JSON expression
-        evaluates it again from every table row (SQLite before 3.41 and PostgreSQL
-        do not take it from the index), which measured 20 times slower."""
-        one = f"(SELECT COUNT(*) FROM {source} WHERE {time} >= %s AND {time} < %s{where})"
-        # Drivers cap the parameters of one statement (SQLite 32766, PostgreSQL 65535):
-        # a long subtree of Scopes over many buckets takes more than one statement.
-        per = max(1, _MAX_PARAMS // (2 + len(params)))
-        counts: list[int] = []
-        for first in range(0, b.count, per):
-            chunk = range(first, min(b.count, first + per))
-            sql = "SELECT " + ", ".join([one] * len(chunk))
-            self._cursor.execute(sql, [v for i in chunk for v in (*b.bounds(i), *params)])
-            counts += [int(n) for n in self._cursor.fetchone()]
-        return counts
+        """Rows of ``source`` per bucket of the indexed time expression ``time``: a
+        COUNT over one index range per bucket, bounds as parameters (SQLite uses an
+        expression index only against those, not against a joined table of bounds).
+        Not one GROUP BY: grouping by a JSON expression evaluates it again from every
+        table row (SQLite before 3.41 and PostgreSQL do not take it from the index),
+        which measured 20 times slower."""
+        window = f"{source} WHERE {time} >= %s AND {time} < %s{where}"
+        return self._counts([(window, [*b.bounds(i), *params]) for i in range(b.count)])
 
     @staticmethod
     def _in(column: str, values: Sequence[str]) -> tuple[str, list[Any]]:

@@ -33,7 +33,9 @@ from tests.console.conftest import DB
 
 pytestmark = DB
 
-SEGMENT = re.compile(r'<a href="([^"]+)" data-value="(\d+)"><rect class="seg seg-(\w+)"')
+SEGMENT = re.compile(
+    r'<a href="([^"]+)" data-value="(\d+)" aria-label="[^"]*"><rect class="seg seg-(\w+)"'
+)
 TILE = re.compile(r'data-figure="(\w+)">\s*<span class="what">[^<]*</span><span class="n">(\d+)<')
 BAR = re.compile(r'<ul class="hbars" id="chart-(\w+)">(.*?)</ul>', re.S)
 BAR_ROW = re.compile(
@@ -327,6 +329,11 @@ def test_bad_input_is_a_clear_4xx(as_alice, url, status, says):
     response = as_alice.get(url)
     assert response.status_code == status
     assert says in response.content.decode()
+
+
+def test_the_scopes_page_links_each_scope_to_its_dashboard(as_alice):
+    f.scope("acme/billing")
+    assert 'href="/dashboard/acme/billing"' in as_alice.get("/scopes").content.decode()
 
 
 def test_the_nav_leads_to_the_dashboard_and_the_window_stays_in_the_url(as_alice):
