@@ -114,11 +114,13 @@ class Dashboard:
     overdue: list[Timer]  # due Timers, earliest first
 
 
-def read_dashboard(scope_id: str | None, window: Window, seen: str = "") -> Dashboard | None:
+def read_dashboard(
+    scope_id: str | None, window: Window, seen: str = "", now: int | None = None
+) -> Dashboard | None:
     """Queries: the stamp (2), the Scopes (1), live facets (1), the three series (1
     each), exhausted Work (2), oldest waiting (1), the first failure (1), live
     attempts (1), due Timers (1), and for a Scope its live Work (1, to select its
-    attempts and Timers)."""
+    attempts and Timers). ``now`` fixes the View's time (tests; default: the clock)."""
 
     def read(tx: Tx) -> Dashboard | None:
         now = tx.now
@@ -172,7 +174,7 @@ def read_dashboard(scope_id: str | None, window: Window, seen: str = "") -> Dash
             overdue=sorted(due, key=lambda t: (t.fire_at, t.id)),
         )
 
-    return storage.view(get_store(), None, read)
+    return storage.view(get_store(), now, read)
 
 
 def _children(scopes: list[Scope], tree: Subtree | None, live: WorkFacets) -> list[tuple[str, int]]:

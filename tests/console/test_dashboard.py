@@ -18,6 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
+from console.dashboard import parse_window, read_dashboard
 from console.filters import parse_since
 from console.stores import get_store
 from storage import (
@@ -302,7 +303,25 @@ def test_it_reads_one_view_with_a_pinned_query_count(as_alice, django_assert_num
         assert as_alice.get("/dashboard/acme").status_code == 200
 
 
-def test_a_poll_with_an_unchanged_store_is_a_204_and_a_change_rerenders(as_alice):
+def test_the_stamp_turns_every_minute_so_time_driven_figures_refresh():
+    """A lease expires or a Timer falls due without any write: the stamp carries the
+    minute, so a poll re-renders at least once a minute even when nothing changed."""
+    expiry = f.running("r1", lease=600).lease_expires_at
+    minute = expiry // 60_000_000_000 * 60_000_000_000  # the minute the lease expires in
+    window = parse_window("1h")
+
+    first = read_dashboard(None, window, now=minute)
+    assert first is not None
+    assert first.expired == []
+    assert read_dashboard(None, window, first.stamp, now=minute + 59 * 10**9) is None
+    later = read_dashboard(None, window, first.stamp, now=minute + 60 * 10**9)
+    assert later is not None
+    assert [x.work_id for x in later.expired] == ["r1"]
+
+
+def test_a_poll_with_an_unchanged_store_is_a_204_and_a_change_rerenders(as_alice, monkeypatch):
+    # The minute in the stamp must not turn between the two requests here.
+    monkeypatch.setattr("console.dashboard.STAMP_PERIOD", 10**30)
     f.work("w1")
     page = as_alice.get("/dashboard?window=1h").content.decode()
     stamp = re.search(r'data-stamp="([^"]+)"', page).group(1)
@@ -333,7 +352,12 @@ def test_bad_input_is_a_clear_4xx(as_alice, url, status, says):
 
 def test_the_scopes_page_links_each_scope_to_its_dashboard(as_alice):
     f.scope("acme/billing")
+    f.failed("w1", scope_id="acme/billing")
     assert 'href="/dashboard/acme/billing"' in as_alice.get("/scopes").content.decode()
+
+    page = as_alice.get("/dashboard/acme/billing").content.decode()  # IDs may hold "/"
+    assert '<strong class="mono">acme/billing</strong>' in page
+    assert "within=acme%2Fbilling" in page
 
 
 def test_the_nav_leads_to_the_dashboard_and_the_window_stays_in_the_url(as_alice):
