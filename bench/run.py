@@ -29,7 +29,7 @@ ALL = ("1", "2", "3", "4", "5")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
-    "3": "The Work list against Django admin",
+    "3": "The Work list against Django admin, and the dashboards",
     "4": "Views never wait for writers",
     "5": "Under load",
 }

@@ -1,8 +1,9 @@
 """The Work list's filter, search box and keyset cursor, read from and written to URLs.
 
 Every filter lives in the query string so any view can be bookmarked and shared:
-``state`` and ``source`` repeat, ``scope``, ``kind``, ``parent``, ``executor`` and
-``since`` appear once, ``sort`` and ``size`` choose the order and page size, and
+``state`` and ``source`` repeat, ``scope``, ``within`` (a Scope and its descendants),
+``kind``, ``parent``, ``executor``, ``since`` and ``until`` (updated in [since,
+until)) appear once, ``sort`` and ``size`` choose the order and page size, and
 ``after`` / ``before`` carry a WorkKey as ``<time ns>.<Work ID>``.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from django.http import QueryDict
@@ -35,7 +37,10 @@ REVERSED = {
     WorkOrder.UPDATED_DESC: WorkOrder.UPDATED_ASC,
     WorkOrder.UPDATED_ASC: WorkOrder.UPDATED_DESC,
 }
-QUALIFIERS = ("state", "kind", "scope", "source", "executor", "parent")
+QUALIFIERS = ("state", "kind", "scope", "within", "source", "executor", "parent", "since", "until")
+# The single-valued text filters, in their canonical URL order.
+TEXT_FILTERS = ("scope", "within", "kind", "parent", "executor")
+TIME_FILTERS = ("since", "until")
 MAX_TEXT = 255
 _DURATION = re.compile(r"^(\d{1,6})([smhd])$")
 _LOST_PLUS = re.compile(r"^(.+[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$")
@@ -44,6 +49,7 @@ SINCE_HELP = (
     "Enter a UTC time like 2025-11-30 14:00, an ISO 8601 instant like "
     "2025-11-30T14:00:00+01:00, or a duration back from now like 15m, 2h or 1d."
 )
+UNTIL_AFTER_SINCE = "Updated before must be later than updated since."
 
 
 class FilterError(ValueError):
@@ -58,18 +64,28 @@ class FilterError(ValueError):
 class WorkFilter:
     states: tuple[WorkState, ...] = ()
     scope: str = ""
+    within: str = ""  # a Scope and its descendants (console.scopes.subtree)
     kind: str = ""
     parent: str = ""
     sources: tuple[str, ...] = ()
     executor: str = ""
     since: str = ""  # as typed, so a relative "15m" stays relative in a bookmark
     since_ns: int | None = None
+    until: str = ""  # updated strictly before; typed like since
+    until_ns: int | None = None
     sort: WorkOrder = WorkOrder.CREATED_DESC
     size: int = DEFAULT_PAGE_SIZE
 
     def query(
-        self, *, after: WorkKey | None = None, limit: int = 0, reverse: bool = False
+        self,
+        *,
+        after: WorkKey | None = None,
+        limit: int = 0,
+        reverse: bool = False,
+        scope_ids: frozenset[str] = frozenset(),
     ) -> WorkQuery:
+        """The WorkQuery of this filter; ``scope_ids`` is ``within``'s subtree, which
+        only a read can resolve (it needs the Scopes)."""
         return WorkQuery(
             states=frozenset(self.states),
             scope_id=self.scope,
@@ -78,6 +94,8 @@ class WorkFilter:
             sources=frozenset(self.sources),
             executor=self.executor,
             updated_since=self.since_ns,
+            scope_ids=scope_ids,
+            updated_before=self.until_ns,
             order=REVERSED[self.sort] if reverse else self.sort,
             after=after,
             limit=limit,
@@ -88,19 +106,15 @@ class WorkFilter:
         """True when any filter (not the sort or page size) is set."""
         return bool(
             self.states
-            or self.scope
-            or self.kind
-            or self.parent
             or self.sources
-            or self.executor
-            or self.since
+            or any(getattr(self, n) for n in (*TEXT_FILTERS, *TIME_FILTERS))
         )
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
         out = [("state", s.value) for s in self.states]
         out += [("source", s) for s in self.sources]
-        for name in ("scope", "kind", "parent", "executor", "since"):
+        for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
                 out.append((name, value))
@@ -132,8 +146,8 @@ class WorkFilter:
             return replace(self, states=tuple(s for s in self.states if s.value != value))
         if name == "source":
             return replace(self, sources=tuple(s for s in self.sources if s != value))
-        if name == "since":
-            return replace(self, since="", since_ns=None)
+        if name in TIME_FILTERS:
+            return replace(self, **{name: "", f"{name}_ns": None})
         return replace(self, **{name: ""})
 
     def chips(self) -> list[tuple[str, str, str]]:
@@ -142,7 +156,7 @@ class WorkFilter:
             ("state", s.value, self.without("state", s.value).querystring()) for s in self.states
         ]
         chips += [("source", s, self.without("source", s).querystring()) for s in self.sources]
-        for name in ("scope", "kind", "parent", "executor", "since"):
+        for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
                 chips.append((name, value, self.without(name).querystring()))
@@ -250,14 +264,8 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
         value = _text("source", raw, errors)
         if value and value not in sources:
             sources.append(value)
-    texts = {n: _text(n, data.get(n, ""), errors) for n in ("scope", "kind", "parent", "executor")}
-    since = _text("since", data.get("since", ""), errors)
-    since_ns = None
-    if since:
-        try:
-            since_ns = parse_since(since, time.time_ns() if now_ns is None else now_ns)
-        except FilterError as exc:
-            errors.update(exc.errors)
+    texts = {n: _text(n, data.get(n, ""), errors) for n in TEXT_FILTERS}
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     sort = WorkOrder.CREATED_DESC
     raw_sort = data.get("sort", "")
     if raw_sort:
@@ -268,15 +276,25 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
-    return WorkFilter(
-        states=states,
-        sources=tuple(sources),
-        since=since,
-        since_ns=since_ns,
-        sort=sort,
-        size=size,
-        **texts,
-    )
+    return WorkFilter(states=states, sources=tuple(sources), sort=sort, size=size, **texts, **times)
+
+
+def _times(raw: Mapping[str, str], now_ns: int | None, errors: dict[str, str]) -> dict[str, Any]:
+    """``since`` and ``until`` as typed and as instants; errors name each bad one."""
+    now = time.time_ns() if now_ns is None else now_ns
+    out: dict[str, Any] = {}
+    for name in TIME_FILTERS:
+        value = _text(name, raw.get(name, ""), errors)
+        out[name], out[f"{name}_ns"] = value, None
+        if value:
+            try:
+                out[f"{name}_ns"] = parse_since(value, now)
+            except FilterError:
+                errors[name] = SINCE_HELP
+    since_ns, until_ns = out["since_ns"], out["until_ns"]
+    if since_ns is not None and until_ns is not None and until_ns <= since_ns:
+        errors["until"] = UNTIL_AFTER_SINCE
+    return out
 
 
 def parse_search(q: str) -> Search:
@@ -297,7 +315,7 @@ def parse_search(q: str) -> Search:
     return Search(qualifiers, tuple(terms))
 
 
-def apply_search(base: WorkFilter, search: Search) -> WorkFilter:
+def apply_search(base: WorkFilter, search: Search, now_ns: int | None = None) -> WorkFilter:
     """``base`` with the search's qualifiers folded in: states and sources are added,
     the other filters are set (the last one typed wins)."""
     errors: dict[str, str] = {}
@@ -309,12 +327,17 @@ def apply_search(base: WorkFilter, search: Search) -> WorkFilter:
         f = f.with_value("state", state.value)
     for source in search.qualifiers.get("source", []):
         f = f.with_value("source", _text("q", source, errors))
-    for name in ("kind", "scope", "parent", "executor"):
+    for name in TEXT_FILTERS:
         values = search.qualifiers.get(name)
         if values:
             f = replace(f, **{name: _text("q", values[-1], errors)})
+    typed = {n: search.qualifiers[n][-1] for n in TIME_FILTERS if n in search.qualifiers}
+    if typed:
+        raw = {n: typed.get(n, getattr(f, n)) for n in TIME_FILTERS}
+        times = _times(raw, now_ns, errors)
+        f = replace(f, **times)
     if errors:
-        raise FilterError(errors)
+        raise FilterError({"q": next(iter(errors.values()))})
     return f
 
 
@@ -324,18 +347,28 @@ def apply_search(base: WorkFilter, search: Search) -> WorkFilter:
 EVENT_PAGE_SIZE = 50
 
 
+EVENT_TEXTS = ("source", "type", "scope", "within", "work")
+
+
 @dataclass(frozen=True, slots=True)
 class EventFilter:
-    """The Events stream's filter, answered by one indexed ``find_events`` read."""
+    """The Events stream's filter, answered by one indexed ``find_events`` read.
+    ``within`` is a Scope and its descendants; ``since``/``until`` bound the
+    acceptance time, typed as on the Work list."""
 
     source: str = ""
     type: str = ""
     scope: str = ""
+    within: str = ""
     work: str = ""
     unrouted: bool = False
+    since: str = ""
+    since_ns: int | None = None
+    until: str = ""
+    until_ns: int | None = None
 
     def params(self) -> list[tuple[str, str]]:
-        out = [(n, getattr(self, n)) for n in ("source", "type", "scope", "work")]
+        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
         out = [(n, v) for n, v in out if v]
         if self.unrouted:
             out.append(("unrouted", "1"))
@@ -349,12 +382,61 @@ class EventFilter:
     def narrowed(self) -> bool:
         return bool(self.params())
 
+    def without(self, name: str) -> EventFilter:
+        if name == "unrouted":
+            return replace(self, unrouted=False)
+        if name in TIME_FILTERS:
+            return replace(self, **{name: "", f"{name}_ns": None})
+        return replace(self, **{name: ""})
+
     def chips(self) -> list[tuple[str, str, str]]:
-        chips = []
+        return [
+            (name, value if name != "unrouted" else "only", self.without(name).querystring())
+            for name, value in self.params()
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class StartedFilter:
+    """The Executions page's history: attempts first claimed in [since, until) (until
+    empty: now), of Work within a Scope tree. What an attempts chart bucket counts."""
+
+    since: str
+    since_ns: int
+    until: str = ""
+    until_ns: int | None = None
+    within: str = ""
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [(n, getattr(self, n)) for n in ("within", *TIME_FILTERS)]
+        return [(n, v) for n, v in out if v]
+
+    def querystring(self) -> str:
+        return "?" + urlencode(self.params())
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        """Removing ``since`` leaves the history: back to the live attempts."""
+        out = []
         for name, value in self.params():
-            rest = replace(self, **{name: False if name == "unrouted" else ""})
-            chips.append((name, value if name != "unrouted" else "only", rest.querystring()))
-        return chips
+            rest = [(n, v) for n, v in self.params() if n != name]
+            keep = any(n == "since" for n, _ in rest)
+            out.append((name, value, "?" + urlencode(rest) if keep else "?"))
+        return out
+
+
+def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedFilter | None:
+    """None when the query names no history (the live attempts); ``since`` is needed
+    for one, so the range is always bounded."""
+    if not any(data.get(n, "") for n in ("within", *TIME_FILTERS)):
+        return None
+    errors: dict[str, str] = {}
+    within = _text("within", data.get("within", ""), errors)
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
+    if times["since_ns"] is None and "since" not in errors:
+        errors["since"] = "Attempts started since when? " + SINCE_HELP
+    if errors:
+        raise FilterError(errors)
+    return StartedFilter(within=within, **times)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,9 +448,10 @@ class SeqCursor:
     after: int = 0
 
 
-def parse_event_filter(data: QueryDict) -> tuple[EventFilter, SeqCursor]:
+def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[EventFilter, SeqCursor]:
     errors: dict[str, str] = {}
-    texts = {n: _text(n, data.get(n, ""), errors) for n in ("source", "type", "scope", "work")}
+    texts = {n: _text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
+    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     unrouted = data.get("unrouted", "") in ("1", "on", "true")
     cursor = {}
     for name in ("before", "after"):
@@ -381,4 +464,4 @@ def parse_event_filter(data: QueryDict) -> tuple[EventFilter, SeqCursor]:
         errors["after"] = "Give either after or before, not both."
     if errors:
         raise FilterError(errors)
-    return EventFilter(unrouted=unrouted, **texts), SeqCursor(**cursor)
+    return EventFilter(unrouted=unrouted, **texts, **times), SeqCursor(**cursor)

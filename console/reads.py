@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import storage
 from console.actions import BULK_CAP, Action
-from console.filters import Cursor, EventFilter, SeqCursor, WorkFilter
+from console.filters import Cursor, EventFilter, SeqCursor, StartedFilter, WorkFilter
+from console.scopes import subtree
 from console.stores import get_store
 from storage import (
     CorrelationKey,
@@ -65,27 +66,35 @@ class WorkListPage:
         return sum(self.facets.state.values())
 
 
+def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
+    """The Scope IDs of ``f.within``'s subtree (one read of the Scopes), or none."""
+    return subtree(tx.scopes(), f.within).ids if f.within else frozenset()
+
+
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
-    the stamp (2), the page (1, 2 when paging back past the start), the facets (1)."""
+    the stamp (2), the Scopes when ``within`` is set (1), the page (1, 2 when paging
+    back past the start), the facets (1)."""
 
     def read(tx: Tx) -> WorkListPage | None:
         stamp = stamp_of(tx)
         if stamp == seen:
             return None
         size = f.size
-        query = f.query()
+        tree = within(tx, f)
+        query = f.query(scope_ids=tree)
         if cursor is not None and cursor.backward:
-            rows = tx.query_works(f.query(after=cursor.key, limit=size + 1, reverse=True))
+            page = f.query(after=cursor.key, limit=size + 1, reverse=True, scope_ids=tree)
+            rows = tx.query_works(page)
             has_prev, rows = len(rows) > size, rows[:size][::-1]
             has_next = True
             if not has_prev and len(rows) < size:
                 # Back at the start with a short page: show a full first page instead.
-                rows = tx.query_works(f.query(limit=size + 1))
+                rows = tx.query_works(f.query(limit=size + 1, scope_ids=tree))
                 has_next, rows = len(rows) > size, rows[:size]
         else:
             after = cursor.key if cursor else None
-            rows = tx.query_works(f.query(after=after, limit=size + 1))
+            rows = tx.query_works(f.query(after=after, limit=size + 1, scope_ids=tree))
             has_next, rows = len(rows) > size, rows[:size]
             has_prev = cursor is not None
         facets = tx.work_facets(query)
@@ -238,7 +247,7 @@ def read_bulk_plan(
                 except NotFound:
                     excluded.append((work_id, None, "no such Work"))
         elif f is not None:
-            works = tx.query_works(f.query(limit=BULK_CAP + 1))
+            works = tx.query_works(f.query(limit=BULK_CAP + 1, scope_ids=within(tx, f)))
             truncated, works = len(works) > BULK_CAP, works[:BULK_CAP]
         live = {x.work_id for x in tx.live_executions()} if action is Action.RETRY else set()
         eligible = []
@@ -270,18 +279,25 @@ class EventPage:
 
 def read_events(f: EventFilter, cursor: SeqCursor, size: int, seen: str = "") -> EventPage | None:
     """A page of the stream, newest first: one indexed ``find_events`` read of at most
-    ``size + 1`` Events (the extra one says whether another page exists)."""
+    ``size + 1`` Events (the extra one says whether another page exists), after the
+    Scopes when ``within`` is set."""
 
     def read(tx: Tx) -> EventPage | None:
         stamp = stamp_of(tx)
         if stamp == seen:
             return None
+        scope_ids = [f.scope] if f.scope else None
+        if f.within:
+            tree = subtree(tx.scopes(), f.within).ids
+            scope_ids = [s for s in scope_ids if s in tree] if scope_ids else sorted(tree)
         search = {
             "sources": [f.source] if f.source else [],
             "types": [f.type] if f.type else [],
-            "scope_ids": [f.scope] if f.scope else None,
+            "scope_ids": scope_ids,
             "work_id": f.work,
             "unrouted": f.unrouted,
+            "received_since": f.since_ns,
+            "received_before": f.until_ns,
         }
         if cursor.after:
             found = tx.find_events(after=cursor.after, limit=size + 1, **search)
@@ -353,6 +369,37 @@ def read_live_executions(seen: str = "") -> Listing[Execution] | None:
             return (2, x.created_at, x.id)
 
         return Listing(tx.now, stamp, sorted(tx.live_executions(), key=order))
+
+    return _view(read)
+
+
+STARTED_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class StartedPage:
+    now: int
+    stamp: str
+    rows: list[Execution]  # the most recently started first, at most STARTED_MAX
+    total: int  # attempts started in the range
+
+
+def read_started_executions(f: StartedFilter, seen: str = "") -> StartedPage | None:
+    """Attempts first claimed in the filter's range: the Scopes when ``within`` is set
+    (1), the range's count (1, as one attempt_series bucket) and its latest rows (1)."""
+
+    def read(tx: Tx) -> StartedPage | None:
+        stamp = stamp_of(tx)
+        if stamp == seen:
+            return None
+        until = f.until_ns if f.until_ns is not None else tx.now + 1
+        scope_ids = sorted(subtree(tx.scopes(), f.within).ids) if f.within else None
+        total = 0
+        if until > f.since_ns:
+            axis = storage.Buckets(f.since_ns, until - f.since_ns, 1)
+            total = tx.attempt_series(axis, scope_ids)[0]
+        rows = tx.started_executions(f.since_ns, until, scope_ids, STARTED_MAX)
+        return StartedPage(tx.now, stamp, rows, total)
 
     return _view(read)
 

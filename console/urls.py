@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from console.views import artifacts, events, misc, operate, runtime, works
+from console.views import artifacts, dashboard, events, misc, operate, runtime, works
 from console.views.runs import run_detail, run_list
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
@@ -27,6 +27,8 @@ urlpatterns = [
     path("scopes", runtime.scopes, name="scopes"),
     path("runs", run_list, name="runs"),
     path("runs/<path:run_id>", run_detail, name="run_detail"),
+    path("dashboard", dashboard.dashboard, name="dashboard"),
+    path("dashboard/<path:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("healthz", misc.healthz, name="healthz"),
 ]

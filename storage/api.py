@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from .records import (
+    Buckets,
     CorrelationKey,
     Event,
     Execution,
@@ -85,9 +86,12 @@ class Tx(Protocol):
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
+        received_since: Nanos | None = None,
+        received_before: Nanos | None = None,
     ) -> list[StoredEvent]:
         """Events with after < sequence < before (0: unbounded) matching every given
-        filter, ascending or newest first, at most ``limit`` (the console's search)."""
+        filter (acceptance time in [received_since, received_before)), ascending or
+        newest first, at most ``limit`` (the console's search)."""
         ...
 
     def latest_sequence(self) -> int: ...
@@ -105,6 +109,36 @@ class Tx(Protocol):
     def query_works(self, query: WorkQuery) -> list[Work]: ...
     def count_works(self, query: WorkQuery) -> int: ...
     def work_facets(self, query: WorkQuery) -> WorkFacets: ...
+
+    # Dashboard reads (meaning: storage/series.py) ---------------------------------
+    def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Work matching ``query``'s filters per state (the query's, else all six),
+        counted by the bucket of its updated time; order, cursor and limit unused."""
+        ...
+
+    def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Events per bucket of acceptance time, recorded in any of ``scope_ids``."""
+        ...
+
+    def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Attempts per bucket of first claim, of Work in any of ``scope_ids``."""
+        ...
+
+    def started_executions(
+        self,
+        since: Nanos,
+        before: Nanos,
+        scope_ids: Sequence[str] | None = None,
+        limit: int = 0,
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), newest first."""
+        ...
+
+    def exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """Ready Work with an attempt, none live and no Timer, among ``query``'s."""
+        ...
+
+    def count_exhausted(self, query: WorkQuery) -> int: ...
 
     # Executions -----------------------------------------------------------------
     def put_execution(self, execution: Execution) -> Execution: ...

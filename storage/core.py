@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, overload
 
-from . import lifecycle, validate
+from . import lifecycle, series, validate
 from .api import KV_VALUE_LIMIT
 from .errors import (
     Cancelled,
@@ -37,6 +37,7 @@ from .records import (
     LIVE_EXECUTION_STATES,
     ArtifactRef,
     Binding,
+    Buckets,
     CorrelationKey,
     Event,
     Execution,
@@ -93,6 +94,9 @@ class EventScan:
     caused_by: str | None = None
     sources: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    # Acceptance time in [received_since, received_before); None: unbounded.
+    received_since: Nanos | None = None
+    received_before: Nanos | None = None
 
     def matches(self, stored: StoredEvent) -> bool:
         """The scan's meaning for one Event (the reference double filters with it)."""
@@ -110,6 +114,8 @@ class EventScan:
             and (self.caused_by is None or e.causation_id == self.caused_by)
             and (not self.sources or e.source in self.sources)
             and (not self.types or e.type in self.types)
+            and (self.received_since is None or e.received_at >= self.received_since)
+            and (self.received_before is None or e.received_at < self.received_before)
         )
 
 
@@ -447,11 +453,15 @@ class BaseTx(ABC):
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
+        received_since: Nanos | None = None,
+        received_before: Nanos | None = None,
     ) -> list[StoredEvent]:
         """The operator's Event search: sequence strictly between ``after`` and
         ``before`` (0: unbounded), any of ``sources``, any of ``types``, recorded in
         any of ``scope_ids`` ("" = none recorded), naming or routed to ``work_id``,
-        unrouted only; ascending or newest first; at most ``limit``. Every filter is
+        unrouted only, accepted in [received_since, received_before) (the dashboard's
+        buckets; by the acceptance-time index); ascending or newest first; at most
+        ``limit``. Every filter is
         served by an index ending in the sequence, so a page costs what it returns."""
         for values, what in ((sources, "sources"), (types, "types"), (scope_ids, "scope_ids")):
             if isinstance(values, str):
@@ -466,6 +476,8 @@ class BaseTx(ABC):
             scope_ids=None if scope_ids is None else tuple(scope_ids),
             work_id=work_id or None,
             unrouted=unrouted,
+            received_since=received_since,
+            received_before=received_before,
         )
         return self._scan(scan)
 
@@ -1151,6 +1163,79 @@ class BaseTx(ABC):
         row = RunRow(run_id, revision, RUN_FORMAT, created, self._now, data)
         self._put_run_row(row, expected)
         return revision
+
+    # -- Dashboard reads (series and exhausted Work; meaning in storage/series.py) ----
+    @abstractmethod
+    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]: ...
+
+    @abstractmethod
+    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]: ...
+
+    @abstractmethod
+    def _exhausted_works(self, query: WorkQuery) -> list[Work]: ...
+
+    @abstractmethod
+    def _count_exhausted(self, query: WorkQuery) -> int: ...
+
+    def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Work matching ``query``'s filters, per state (the query's states, else all),
+        counted by the bucket of its ``updated_at``. Order, cursor and limit are not
+        used. Served by indexes on (state, updated) and (scope, state, updated)."""
+        self._check()
+        check_query(query)
+        series.check_buckets(buckets)
+        return self._work_series(query, buckets)
+
+    def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Events per bucket of their acceptance time, recorded in any of
+        ``scope_ids`` ("" = none recorded; None = any)."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._event_series(buckets, scope_ids)
+
+    def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Attempts per bucket of their first claim, of Work in any of ``scope_ids``."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._attempt_series(buckets, scope_ids)
+
+    def started_executions(
+        self,
+        since: Nanos,
+        before: Nanos,
+        scope_ids: Sequence[str] | None = None,
+        limit: int = 0,
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), of Work in any of ``scope_ids``,
+        the most recently started first: what an ``attempt_series`` bucket counted."""
+        self._check()
+        validate.require_limit(limit)
+        series.check_scope_ids(scope_ids)
+        if since < 0 or before < since:
+            raise Invalid("a time range runs from a nonnegative start to a later end")
+        return self._started_executions(since, before, scope_ids, limit)
+
+    def exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """``query``'s Work that is exhausted (ready, has had an attempt, no live
+        attempt, no Timer), in the query's order, paged and limited by it."""
+        self._check()
+        check_query(query)
+        return self._exhausted_works(query)
+
+    def count_exhausted(self, query: WorkQuery) -> int:
+        self._check()
+        check_query(query)
+        return self._count_exhausted(query)
 
 
 def _stored_run(row: RunRow) -> StoredRun:

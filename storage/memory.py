@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import codec
+from . import codec, series
 from .clock import wall_clock
 from .core import BaseTx, EventScan, Table, TxScope, check_admission
 from .query import select_facets, select_works
@@ -22,6 +22,7 @@ from .records import (
     LIVE_EXECUTION_STATES,
     LIVE_WORK_STATES,
     SCHEMA_VERSION,
+    Buckets,
     CorrelationKey,
     Event,
     Execution,
@@ -192,6 +193,34 @@ class MemoryTx(BaseTx):
     def _store_version(self) -> int:
         return self.state.version
 
+    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        return series.work_series(query, buckets, self._list("work"))
+
+    def _events_all(self) -> list[StoredEvent]:
+        return [self._stored(seq) for seq in sorted(self.state.events)]
+
+    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
+        return series.event_series(buckets, scope_ids, self._events_all())
+
+    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
+        scope_of = {w.id: w.scope_id for w in self._list("work")}
+        return series.attempt_series(buckets, scope_ids, self._list("execution"), scope_of)
+
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
+        scope_of = {w.id: w.scope_id for w in self._list("work")}
+        attempts = self._list("execution")
+        return series.select_started(since, before, scope_ids, limit, attempts, scope_of)
+
+    def _exhausted_works(self, query: WorkQuery) -> list[Work]:
+        return series.select_exhausted(
+            query, self._list("work"), self._list("execution"), self._list("timer")
+        )
+
+    def _count_exhausted(self, query: WorkQuery) -> int:
+        return len(self._exhausted_works(WorkQuery(**_filters(query))))
+
     def _kv_get(self, namespace: str, key: str) -> bytes | None:
         return self.state.kv.get((namespace, key))
 
@@ -241,6 +270,8 @@ def _filters(query: WorkQuery) -> dict[str, Any]:
         "sources": query.sources,
         "executor": query.executor,
         "updated_since": query.updated_since,
+        "scope_ids": query.scope_ids,
+        "updated_before": query.updated_before,
     }
 
 

@@ -16,6 +16,8 @@ from .records import Work, WorkFacets, WorkQuery
 def check_query(query: WorkQuery) -> None:
     if query.limit < 0:
         raise Invalid(f"limit must be 0 (no limit) or positive, not {query.limit}")
+    if isinstance(query.scope_ids, str):  # type: ignore[unreachable]  # untyped callers
+        raise Invalid("WorkQuery.scope_ids takes a set of Scope IDs, not a string")
 
 
 def matches(query: WorkQuery, work: Work) -> bool:
@@ -28,6 +30,8 @@ def matches(query: WorkQuery, work: Work) -> bool:
         and (not query.sources or work.source in query.sources)
         and (not query.executor or work.latest_executor == query.executor)
         and (query.updated_since is None or work.updated_at >= query.updated_since)
+        and (not query.scope_ids or work.scope_id in query.scope_ids)
+        and (query.updated_before is None or work.updated_at < query.updated_before)
     )
 
 

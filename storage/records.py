@@ -316,8 +316,9 @@ class WorkKey:
 class WorkQuery:
     """Selects Work. Empty fields do not filter; filters combine with AND.
 
-    ``updated_since`` is inclusive. ``limit`` 0 means no limit. ``after`` pages
-    strictly after a WorkKey taken from the previous page's last row in the same order.
+    ``updated_since`` is inclusive, ``updated_before`` exclusive. ``limit`` 0 means no
+    limit. ``after`` pages strictly after a WorkKey taken from the previous page's last
+    row in the same order.
     """
 
     states: frozenset[WorkState] = frozenset()
@@ -327,6 +328,11 @@ class WorkQuery:
     sources: frozenset[str] = frozenset()
     executor: str = ""
     updated_since: Nanos | None = None
+    # Added for the dashboards (additive: the defaults filter nothing). Any of these
+    # Scopes, ANDed with ``scope_id``; and updated strictly before this instant, so
+    # [updated_since, updated_before) is one time bucket of a series.
+    scope_ids: frozenset[str] = frozenset()
+    updated_before: Nanos | None = None
     order: WorkOrder = WorkOrder.CREATED_DESC
     after: WorkKey | None = None
     limit: int = 0
@@ -347,6 +353,37 @@ class WorkFacets:
     source: Mapping[str, int]
     scope: Mapping[str, int]
     executor: Mapping[str, int]
+
+
+# The most buckets one series read may ask for: a chart's worth, never a table scan
+# split into thousands of statements.
+MAX_BUCKETS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """The time axis of a series: ``count`` adjacent buckets of ``width`` nanoseconds
+    from ``start``; bucket i is [start + i*width, start + (i+1)*width), so each instant
+    falls in at most one bucket and [start, end) in exactly one."""
+
+    start: Nanos
+    width: Nanos
+    count: int
+
+    @property
+    def end(self) -> Nanos:
+        return self.start + self.width * self.count
+
+    def bounds(self, i: int) -> tuple[Nanos, Nanos]:
+        """Bucket i as [low, high)."""
+        low = self.start + i * self.width
+        return low, low + self.width
+
+    def index(self, t: Nanos) -> int | None:
+        """The bucket ``t`` falls in, None outside [start, end)."""
+        if t < self.start or t >= self.end:
+            return None
+        return (t - self.start) // self.width
 
 
 class CancelToken:

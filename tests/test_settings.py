@@ -316,6 +316,7 @@ def test_database_url_selects_postgresql_for_both_aliases(tmp_path):
     assert "lock_timeout=30s" in default["options"]
     assert view["isolation_level"] == IsolationLevel.REPEATABLE_READ
     assert "default_transaction_read_only=on" in view["options"]
+    assert "jit=off" in view["options"]  # short reads: JIT costs more than it saves
     assert dbs["view"]["TEST"] == {"MIRROR": "default"}
     assert default["pool"]["max_size"] == 8
     assert dbs["default"]["CONN_MAX_AGE"] == 0  # the pool keeps connections

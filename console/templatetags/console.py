@@ -201,6 +201,8 @@ _SECTIONS = {
     "scopes": "scopes",
     "runs": "runs",
     "run_detail": "runs",
+    "dashboard": "dashboard",
+    "dashboard_scope": "dashboard",
 }
 
 

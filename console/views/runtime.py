@@ -5,9 +5,17 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from console.errors import error_page
+from console.filters import FilterError, parse_started_filter
 from console.http import HtmxHttpRequest
 from console.polling import seen_stamp, unchanged
-from console.reads import read_active_waits, read_live_executions, read_scopes, read_timers
+from console.reads import (
+    read_active_waits,
+    read_live_executions,
+    read_scopes,
+    read_started_executions,
+    read_timers,
+)
 from console.views.common import page, wants_fragment
 from storage import WorkState
 
@@ -25,7 +33,20 @@ def _listing(
 
 @page
 def executions(request: HtmxHttpRequest) -> HttpResponse:
-    return _listing(request, "console/executions.html", read_live_executions(seen_stamp(request)))
+    """Live attempts; with ``since`` (and ``until``, ``within``) the attempts first
+    claimed in that range instead, which a dashboard's attempts chart links to."""
+    try:
+        started = parse_started_filter(request.GET)
+    except FilterError as exc:
+        message = " ".join(exc.errors.values())
+        return error_page(request, 400, "Invalid request", message)
+    if started is None:
+        listing = read_live_executions(seen_stamp(request))
+        return _listing(request, "console/executions.html", listing)
+    page_ = read_started_executions(started, seen_stamp(request))
+    return _listing(
+        request, "console/executions.html", page_, started=started, chips=started.chips()
+    )
 
 
 @page

@@ -9,8 +9,9 @@ POSIX locks would not, and any ``close`` of the file by the process would drop t
 Closing the descriptor or the process dying releases the lock. Unlike the spec's
 FileStore, ``close`` removes the file (while still holding the lock, and an acquire
 locks only the file still linked at the path), so files do not pile up one per run
-ever owned; a holder that dies leaves its file for the next owner to remove. ``F_OFD_GETLK`` on a separate read-only descriptor asks whether a
-lock is held without taking it. The database path is hashed in so two databases in one
+ever owned; a holder that dies leaves its file for the next owner to remove.
+``F_OFD_GETLK`` on a separate read-only descriptor asks whether a lock is held without
+taking it. The database path is hashed in so two databases in one
 data directory (the development and the test database) never share ownership.
 
 PostgreSQL (``AdvisoryLocks``): ``pg_try_advisory_lock(classid, objid)`` on a dedicated

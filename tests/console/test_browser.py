@@ -281,3 +281,36 @@ def test_screenshot_of_the_work_list(live_server, browser_page, console_errors, 
 
     assert target.stat().st_size > 10_000
     assert console_errors == []
+
+
+def test_dashboard_charts_render_in_both_themes_and_link_to_their_lists(
+    live_server, browser_page, console_errors, tmp_path
+):
+    """The SVG charts draw under the CSP, read in light and dark, and a column opens
+    the Work list filtered to exactly the Work it counted."""
+    seed_fleet()
+    f.event("ev-acme", scope_id="acme-eu")  # an Event recorded in the tree
+    page = browser_page
+    sign_in(page, live_server, "/dashboard/acme")
+
+    columns = page.locator("#chart-ended svg rect.seg")
+    assert columns.count() >= 2  # completed and failed Work in the acme tree
+    assert page.locator("#chart-events svg rect.seg").count() >= 1
+    assert page.locator("#chart-kinds a.bar").count() == 2  # one kind per Scope in the fleet
+    fills = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        fills[scheme] = page.eval_on_selector(
+            "#chart-ended rect.seg-failed", "r => getComputedStyle(r).fill"
+        )
+        page.screenshot(path=str(tmp_path / f"dashboard-{scheme}.png"), full_page=True)
+    assert fills["light"] != fills["dark"], "the failed colour follows the theme"
+
+    failed = page.locator("#chart-ended a:has(rect.seg-failed)").first
+    expected = int(failed.get_attribute("data-value"))
+    failed.click()
+    page.wait_for_url(re.compile(r"/\?state=failed&within=acme&since=.+&until=.+"))
+
+    assert page.locator("table.grid tbody tr").count() == expected
+    assert page.locator(".chip-name", has_text="until").count() == 1
+    assert console_errors == []

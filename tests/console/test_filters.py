@@ -132,3 +132,42 @@ def test_event_filter_reads_its_fields_and_cursor():
     assert cursor.before == 40
     with pytest.raises(FilterError):
         parse_event_filter(QueryDict("before=x"))
+
+
+def test_it_reads_within_and_an_updated_window():
+    f = parse("within=acme&since=2026-01-01T00:00:00Z&until=2026-01-01T01:00:00Z")
+
+    assert f.within == "acme"
+    assert (f.since_ns, f.until_ns) == (NOW, NOW + 3600 * 10**9)
+    query = f.query(scope_ids=frozenset({"acme", "acme-eu"}))
+    assert query.scope_ids == frozenset({"acme", "acme-eu"})
+    assert (query.updated_since, query.updated_before) == (NOW, NOW + 3600 * 10**9)
+    assert f.querystring() == (
+        "?within=acme&since=2026-01-01T00%3A00%3A00Z&until=2026-01-01T01%3A00%3A00Z"
+    )
+    assert f.narrowed
+    assert [name for name, _, _ in f.chips()] == ["within", "since", "until"]
+    assert f.without("until").until_ns is None
+
+
+def test_until_is_relative_like_since_and_must_come_after_it():
+    assert parse("until=15m").until_ns == NOW - 15 * 60 * 10**9
+    with pytest.raises(FilterError) as caught:
+        parse("since=1h&until=2h")
+    assert caught.value.errors == {"until": "Updated before must be later than updated since."}
+    with pytest.raises(FilterError) as caught:
+        parse("until=tomorrow")
+    assert "until" in caught.value.errors
+
+
+def test_search_qualifiers_set_within_and_the_updated_window():
+    search = parse_search('within:acme since:"2025-12-31 23:00" until:30m')
+
+    f = apply_search(parse("scope=acme-eu"), search, now_ns=NOW)
+
+    assert (f.within, f.scope) == ("acme", "acme-eu")
+    assert (f.since, f.since_ns) == ("2025-12-31 23:00", NOW - 3600 * 10**9)
+    assert (f.until, f.until_ns) == ("30m", NOW - 30 * 60 * 10**9)
+    with pytest.raises(FilterError) as caught:
+        apply_search(WorkFilter(), parse_search("until:someday"), now_ns=NOW)
+    assert "UTC time" in caught.value.errors["q"]

@@ -5,6 +5,7 @@ import re
 import pytest
 from django.db import connections
 
+from storage import from_ns
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -184,6 +185,50 @@ def test_a_facet_link_swaps_the_workspace_and_the_filter_form_out_of_band(as_ali
     assert '<form id="filters"' in html
     assert 'hx-swap-oob="true"' in html
     assert "HX-Request" in response["Vary"]
+
+
+def test_within_selects_a_scope_and_its_descendants(as_alice, seeded):
+    f.scope("acme-eu", parent="acme")
+    f.scope("acme-eu-1", parent="acme-eu")
+    f.work("e", scope_id="acme-eu")
+    f.work("e1", scope_id="acme-eu-1")
+
+    assert rows(as_alice.get("/?within=acme")) == ["e1", "e", "c", "a"]
+    assert rows(as_alice.get("/?within=acme-eu")) == ["e1", "e"]
+    assert rows(as_alice.get("/?within=acme&scope=acme-eu")) == ["e"]
+    assert rows(as_alice.get("/?within=nowhere")) == []
+
+
+def test_since_and_until_select_an_updated_window(as_alice, seeded):
+    updated = sorted(f.transact(lambda tx: tx.works()), key=lambda w: w.updated_at)
+    # Instants to the microsecond (what an ISO time carries), floored: the window
+    # [second Work, fourth Work) holds the second and the third.
+    since, until = (from_ns(w.updated_at // 1000 * 1000).isoformat() for w in updated[1::2])
+
+    response = as_alice.get("/", {"since": since, "until": until, "sort": "updated"})
+
+    assert rows(response) == [updated[1].id, updated[2].id]
+    assert b"until:</span>" in response.content  # shown as a removable chip
+
+
+def test_search_qualifiers_within_since_until_become_the_canonical_url(as_alice, seeded):
+    response = as_alice.get("/", {"q": "within:acme since:1h until:5m"})
+
+    assert response.status_code == 302
+    assert response["Location"] == "/?within=acme&since=1h&until=5m"
+
+
+def test_an_until_before_since_is_a_400_naming_the_field(as_alice, seeded):
+    response = as_alice.get("/?since=1h&until=2h")
+
+    assert response.status_code == 400
+    assert b"Updated before must be later than updated since." in response.content
+
+
+def test_within_costs_one_more_query_for_the_scopes(as_alice, seeded, django_assert_num_queries):
+    # BEGIN, snapshot, stamp (2), Scopes (1), page (1), facets (1), COMMIT.
+    with django_assert_num_queries(8, connection=connections["view"]):
+        assert as_alice.get("/?within=acme").status_code == 200
 
 
 def test_the_list_reads_everything_in_one_view_with_a_pinned_query_count(

@@ -194,6 +194,7 @@ from storage.backfill import backfill_event_scopes, backfill_executors
 from storage.runs import RunQuery, RunRecord
 from dataclasses import replace
 from django.core.management import call_command
+from storage import Buckets
 def plan():
     executor = MigrationExecutor(connection)
     return executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
@@ -218,6 +219,9 @@ def read(tx):
         "executors_filled": backfill_executors(tx),
         "latest_executor": tx.work("w-legacy").latest_executor,
         "run_records": tx.count_run_records(RunQuery()),
+        # The dashboard's time indexes (0004) read times the format-1 JSON already has.
+        "events_per_hour": tx.event_series(Buckets(1_704_067_200 * 10**9, 3600 * 10**9, 1)),
+        "attempts_per_hour": tx.attempt_series(Buckets(1_704_067_200 * 10**9, 3600 * 10**9, 1)),
     }
 out = store.transact(Guard(), read)
 def rewrite(tx):
@@ -240,6 +244,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0002_event_source_index",
         "0003_work_facets_index",
         "0004_run_records",
+        "0005_dashboard_indexes",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1
@@ -258,6 +263,8 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
     assert out["executors_filled"] == 1
     assert out["latest_executor"] == "runner.legacy"
     assert out["run_records"] == 0
+    assert out["events_per_hour"] == [3]
+    assert out["attempts_per_hour"] == [1]
     assert read_meta(db)["record_format"] == str(RECORD_FORMAT)
     # Rewritten records carry the current format's fields.
     with closing(sqlite3.connect(db)) as conn:

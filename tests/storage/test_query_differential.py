@@ -1,6 +1,7 @@
 """Q-13: ``query_works``, ``count_works`` and ``work_facets`` on SQLite equal
 ``storage.select_works`` / ``select_facets`` over a plain list of the same Work, for
-randomised data sets (with time ties) and randomised queries."""
+randomised data sets (with time ties) and randomised queries; so do the dashboard's
+``work_series`` and ``exhausted_works`` their meaning in ``storage.series``."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage import (
+    Buckets,
     CorrelationKey,
+    Event,
     Execution,
+    ExecutionState,
     Guard,
     Scope,
+    Timer,
     Tx,
     Work,
     WorkKey,
@@ -27,10 +32,13 @@ from storage import (
     select_works,
 )
 from storage.orm import OrmStore
+from storage.series import select_exhausted, work_series
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
 T0 = 1_767_225_600_000_000_001
+# Ten 1 µs buckets over every creation and update instant, edges on them too.
+AXIS = Buckets(T0, 1_000, 10)
 SCOPES = ["", "acme", "globex"]
 KINDS = ["billing.charge", "deploy.service", "report.nightly"]
 SOURCES = ["", "github.acme", "stripe.acct"]  # "" = no key, so source is the kind
@@ -54,6 +62,8 @@ work_spec = st.fixed_dictionaries(
         "state": st.sampled_from(list(WorkState)),
         "child": st.booleans(),
         "touch": st.integers(0, 3),
+        "ended": st.booleans(),  # the attempt is cancelled: no live attempt left
+        "timer": st.booleans(),  # a Timer serves the Work
     }
 )
 
@@ -67,6 +77,8 @@ def _query(draw: Any) -> WorkQuery:
         sources=frozenset(draw(st.sets(st.sampled_from([*SOURCES[1:], *KINDS]), max_size=2))),
         executor=draw(st.sampled_from(EXECUTORS)),
         updated_since=draw(st.sampled_from([None, T0, T0 + 2_000, T0 + 10_000])),
+        scope_ids=frozenset(draw(st.sets(st.sampled_from(SCOPES), max_size=2))),
+        updated_before=draw(st.sampled_from([None, T0 + 1_000, T0 + 6_000, T0 + 9_000])),
         order=draw(st.sampled_from(list(WorkOrder))),
         limit=draw(st.sampled_from([0, 1, 3, 7])),
     )
@@ -109,15 +121,24 @@ def _build(store: OrmStore, specs: list[dict[str, Any]]) -> None:
         def evolve(tx: Tx, i: int = i, spec: dict[str, Any] = spec) -> None:
             work = tx.work(f"w{i:03d}")
             if spec["executor"]:
-                tx.put_execution(
+                x = tx.put_execution(
                     Execution(id=f"x{i:03d}", work_id=work.id, attempt=1, executor=spec["executor"])
                 )
+                if spec["ended"]:
+                    tx.put_execution(replace(x, state=ExecutionState.CANCELLED))
                 work = tx.work(work.id)
+            if spec["timer"]:
+                template = Event(f"t{i:03d}-fire", "core.timer", f"t{i:03d}", "timer.fired")
+                tx.put_timer(Timer(f"t{i:03d}", tx.now, template, work_id=work.id))
             for state in PATHS[spec["state"]]:
                 work = tx.put_work(replace(work, state=state))
 
         at = T0 + 5_000 + spec["touch"] * 1000
         store.transact(Guard(clock=lambda at=at: at), evolve)
+
+
+def inputs(tx: Tx) -> tuple[list[Work], list[Execution], list[Timer]]:
+    return tx.works(), tx.executions(), tx.timers()
 
 
 def tx_has(tx: Tx, work_id: str) -> bool:
@@ -165,5 +186,9 @@ def test_sqlite_queries_equal_select_works(
             assert tx.work_facets(query) == select_facets(query, everything), query
             walked = _walk(tx, query)
             assert walked == [w.id for w in select_works(unpaged, everything)], query
+            assert tx.work_series(query, AXIS) == work_series(query, AXIS, everything), query
+            exhausted = select_exhausted(query, *inputs(tx))
+            assert tx.exhausted_works(query) == exhausted, query
+            assert tx.count_exhausted(query) == len(select_exhausted(unpaged, *inputs(tx))), query
 
     store.view(check)

@@ -8,10 +8,12 @@ them stable. Each docstring names the checklist items it proves
 (``shared/spec/storage-contract-checklist.md``); scenario cases are the 25 of §23.2.
 
 Cases read through ordinary transactions, so a read never depends on the backend's
-View; the View cases are the only ones that call ``view``.
+View; the View cases (and the dashboard reads' check that they answer inside one)
+are the only ones that call ``view``.
 
 One module per checklist area (identity and records, keys, events, scopes, lifecycle,
-outcomes, transactions, views, checkpoints, scans, queries, leases, timers, waits, kv);
+outcomes, transactions, views, checkpoints, scans, queries, the dashboard's series,
+leases, timers, waits, kv);
 helpers that several areas share live in ``_helpers``. ``CASES`` collects every
 ``case_`` function of those modules, keyed by its name without the prefix, in name
 order.
@@ -34,6 +36,7 @@ from . import (
     records,
     scans,
     scopes,
+    series,
     timers,
     transactions,
     views,
@@ -56,6 +59,7 @@ AREAS: tuple[ModuleType, ...] = (
     checkpoints,
     scans,
     queries,
+    series,
     leases,
     timers,
     waits,
