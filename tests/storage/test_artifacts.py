@@ -643,12 +643,19 @@ def test_readers_stream_a_while_b_is_written_and_never_see_b_early(
 
 MEMORY_PROBE = textwrap.dedent(
     """
-    import hashlib, json, os, resource, sys
+    import hashlib, json, os, sys
     from storage.artifacts import FileArtifactStore
 
     MiB = 1 << 20
     def peak_bytes():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        # VmHWM: the peak of this process image's own memory. Not ru_maxrss: exec keeps
+        # the parent's high-water mark from the fork, so after a long pytest run (a
+        # large parent) ru_maxrss reported the parent's size, not the probe's.
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+        raise RuntimeError("no VmHWM in /proc/self/status")
     def current_bytes():
         with open("/proc/self/statm") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
