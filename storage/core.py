@@ -265,6 +265,11 @@ class BaseTx(ABC):
     @abstractmethod
     def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None: ...
 
+    def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
+        """The stored Events holding ``event``'s delivery identity and its ID (a
+        backend may answer both with one read)."""
+        return self._event_by_delivery(event.source, event.delivery_id), self._get_event(event.id)
+
     @abstractmethod
     def _insert_event(self, event: Event) -> int:
         """Store a new envelope; returns its acceptance sequence."""
@@ -311,10 +316,10 @@ class BaseTx(ABC):
     def accept_event(self, event: Event) -> tuple[StoredEvent, bool]:
         self._writable()
         self._validate_envelope(event)
-        existing = self._event_by_delivery(event.source, event.delivery_id)
+        existing, same_id = self._event_identity(event)
         if existing is not None:
             return existing, False
-        if self._get_event(event.id) is not None:
+        if same_id is not None:
             raise Conflict(f"Event ID {event.id!r} already names another delivery")
         if event.causation_id:
             if event.causation_id == event.id:
@@ -836,10 +841,7 @@ class BaseTx(ABC):
     # -- Timers ---------------------------------------------------------------------
     def _require_unused_identity(self, template: Event) -> None:
         self._validate_envelope(template)
-        if (
-            self._event_by_delivery(template.source, template.delivery_id) is not None
-            or self._get_event(template.id) is not None
-        ):
+        if any(stored is not None for stored in self._event_identity(template)):
             raise Conflict(f"timer template reuses accepted Event identity {template.id!r}")
 
     def put_timer(self, timer: Timer) -> Timer:
