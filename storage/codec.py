@@ -165,7 +165,7 @@ def decode[T](cls: type[T], text: str) -> T:
 
 # -- sharing decoded records ---------------------------------------------------------
 # A test of one value: an exact type (``type(v) is t``) or a predicate.
-Check = Callable[[Any], bool]
+Check = Callable[..., bool]
 _CHECKS: dict[type[Any], Check | None] = {}
 
 
@@ -228,14 +228,17 @@ def _record_check(
     wanted = tuple(checks[i] for i in exact)
     nested = tuple((i, c) for i, c in enumerate(checks) if c is not None and i not in exact)
 
-    def check(v: Any) -> bool:
+    def check(v: Any, like: Any = None) -> bool:
         if type(v) is not cls:
             return False
         values = get(v)
         if tuple(map(type, types_of(values))) != wanted:
             return False
-        for i, test in nested:  # noqa: SIM110 - no generator object per record
-            if not test(values[i]):
+        # Values taken over from ``like`` (a canonical record: an update made with
+        # dataclasses.replace keeps its keys, payloads, bindings) need no second look.
+        kept = get(like) if type(like) is cls else None
+        for i, test in nested:
+            if not (kept is not None and values[i] is kept[i]) and not test(values[i]):
                 return False
         return True
 
@@ -255,11 +258,12 @@ def _tuple_getter(
     return many
 
 
-def canonical[T](cls: type[T], record: T) -> T | None:
+def canonical[T](cls: type[T], record: T, like: T | None = None) -> T | None:
     """``record`` itself when it may be shared as a read result: a frozen record whose
     every value is immutable and exactly what ``decode(encode(record))`` would give.
-    Otherwise that decoded copy, or None when ``cls`` is never shareable."""
+    Otherwise that decoded copy, or None when ``cls`` is never shareable. ``like``,
+    when given, is a canonical record whose values ``record`` may share."""
     check = shareable_check(cls)
     if check is None:
         return None
-    return record if check(record) else decode(cls, encode(record))
+    return record if check(record, like) else decode(cls, encode(record))

@@ -220,6 +220,10 @@ class BaseTx(ABC):
     @abstractmethod
     def _get(self, table: Table, id: str) -> Work | Execution | Scope | Timer | Wait | None: ...
 
+    def _exists(self, table: Table, id: str) -> bool:
+        """Whether the record exists (a backend may answer without building it)."""
+        return self._get(table, id) is not None
+
     @abstractmethod
     def _put(
         self, table: Table, record: Work | Execution | Scope | Timer | Wait, create: bool
@@ -364,7 +368,7 @@ class BaseTx(ABC):
         if not scope_id:
             raise Invalid("an Event scope must be nonempty")
         stored = self._require_event(event_id)
-        if self._get("scope", scope_id) is None:
+        if not self._exists("scope", scope_id):
             raise NotFound(f"Scope {scope_id!r} does not exist")
         if stored.scope_id == scope_id:
             return
@@ -474,7 +478,7 @@ class BaseTx(ABC):
             validate.require_dotted(work.kind, "Work kind")
             if state is not WorkState.READY:
                 raise Invalid(f"a new Work starts ready, not {state}")
-            if work.scope_id and self._get("scope", work.scope_id) is None:
+            if work.scope_id and not self._exists("scope", work.scope_id):
                 raise NotFound(f"Scope {work.scope_id!r} does not exist")
             if work.parent_id:
                 if work.parent_id == work.id:

@@ -74,10 +74,11 @@ def columns(table: Table, r: Any, live: bool = True) -> dict[str, Any]:
     return {"work_id": r.work_id, "execution_id": r.execution_id, "state": r.state.value}
 
 
-def shared[T](cls: type[T], record: T) -> tuple[T, str | None]:
+def shared[T](cls: type[T], record: T, like: T | None = None) -> tuple[T, str | None]:
     """What the cache keeps of ``record``: the record itself when callers may share
-    it (see ``codec.canonical``), else its text, decoded afresh on every read."""
-    kept = codec.canonical(cls, record)
+    it (see ``codec.canonical``; ``like`` is the row's previous record), else its
+    text, decoded afresh on every read."""
+    kept = codec.canonical(cls, record, like)
     if kept is not None:
         return kept, None
     return record, codec.encode(record)
@@ -141,7 +142,7 @@ class RecordTable:
         elif create and row.visible() is not None and self.cls is not Timer:
             # What the INSERT would have met (a Timer's row is overwritten instead).
             raise Conflict(f"constraint violated: {self.cls.__name__} {id!r} exists")
-        row.record, row.text = shared(self.cls, record)
+        row.record, row.text = shared(self.cls, record, row.record)
         row.live = True
         self._index(id, row.record)
         self.dirty[id] = row
