@@ -75,8 +75,58 @@ _JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 
 def encode(record: Any) -> str:
-    """A record as compact JSON text."""
-    return _JSON.encode(to_jsonable(record))
+    """A record as compact JSON text, keys sorted: exactly the text of
+    ``json.dumps(to_jsonable(record), separators=(",", ":"), sort_keys=True)``,
+    written without building the intermediate dicts (every write encodes)."""
+    return _text(record)
+
+
+# The string escaping json.dumps uses (its C implementation when available).
+_ESCAPE: Callable[[str], str] = json.encoder.encode_basestring_ascii
+Writer = Callable[[Any], str]
+_WRITERS: dict[type[Any], Writer] = {}
+
+
+def _text(value: Any) -> str:
+    cls = type(value)
+    if cls is str:
+        return _ESCAPE(value)
+    if cls is int:
+        return int.__repr__(value)
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = _writer(cls)
+    return writer(value)
+
+
+def _writer(cls: Any) -> Writer:
+    """How ``_text`` writes every value of ``cls``: records field by field in key
+    order, and what they hold (enums, None, booleans, bytes, tuples); anything else
+    through the json module itself, which keeps every rarer case exact."""
+    if hasattr(cls, "__dataclass_fields__") and not issubclass(cls, type):
+        return _fields_writer(cls)
+    if issubclass(cls, enum.Enum):
+        return lambda v: _text(v.value)
+    if cls is bool:
+        return lambda v: "true" if v else "false"
+    if cls is type(None):
+        return lambda v: "null"
+    if issubclass(cls, bytes):
+        return lambda v: '"' + base64.b64encode(v).decode("ascii") + '"'
+    if cls in (tuple, list):
+        return lambda v: "[" + ",".join(map(_text, v)) + "]"
+    return lambda v: _JSON.encode(to_jsonable(v))
+
+
+def _fields_writer(cls: type[Any]) -> Writer:
+    names = sorted(f.name for f in dataclasses.fields(cls))
+    keys = tuple(_ESCAPE(name) + ":" for name in names)
+    get = _tuple_getter(operator.attrgetter, names)
+
+    def write(v: Any) -> str:
+        return "{" + ",".join([key + _text(x) for key, x in zip(keys, get(v), strict=True)]) + "}"
+
+    return write
 
 
 Converter = Callable[[Any], Any]
