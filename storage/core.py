@@ -685,7 +685,8 @@ class BaseTx(ABC):
         )
         self._put("execution", stored, create=True)
         # Storage keeps Work.latest_executor; it is metadata, so no Work revision bump.
-        self._put("work", replace(work, latest_executor=executor), create=False)
+        if work.latest_executor != executor:
+            self._put("work", replace(work, latest_executor=executor), create=False)
         return stored
 
     def _note_executor(self, x: Execution) -> None:

@@ -71,7 +71,7 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
-from .writebehind import PER_WORK, Row, WriteBehind
+from .writebehind import PER_WORK, RECENT, Row, WriteBehind
 
 T = TypeVar("T")
 
@@ -281,7 +281,7 @@ class OrmTx(BaseTx):
             return cache.keep(id, Row(None, stored=False))
         data = found[0][0]
         text = None if codec.shareable_check(cache.cls) else data
-        record = codec.decode(cache.cls, data)
+        record = RECENT.decode(cache.cls, data)
         return cache.keep(id, Row(record, text, live=bool(found[0][-1]) if live else True))
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
@@ -313,7 +313,7 @@ class OrmTx(BaseTx):
             sql = f"SELECT id, data FROM {_TABLES[table]} WHERE work_id = %s{live}"
             for id, data in self._fetch(sql, [work_id]):
                 if id not in cache.rows:
-                    cache.keep(id, Row(codec.decode(cache.cls, data)))
+                    cache.keep(id, Row(RECENT.decode(cache.cls, data)))
             cache.complete.add(work_id)
         return cache.of_work(work_id)
 

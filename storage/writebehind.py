@@ -84,6 +84,43 @@ def shared[T](cls: type[T], record: T, like: T | None = None) -> tuple[T, str | 
     return record, codec.encode(record)
 
 
+class RecentRecords:
+    """Records this process recently wrote or read, by class and exact JSON text.
+
+    A transaction that reads a row it (or an earlier transaction of this process)
+    wrote finds the same text in the database: it takes the record already built
+    instead of decoding the text again (the runtime claims in one transaction and
+    completes in the next; the generator finishes each Work one transaction after
+    starting it). Exact whatever happened in between, since the text is read from
+    the database each time and equal text decodes to an equal record; only records
+    ``codec.canonical`` lets callers share are kept. Bounded: two generations of at
+    most ``LIMIT`` texts per class, so memory follows recent activity only."""
+
+    LIMIT = 8192
+
+    def __init__(self) -> None:
+        self._young: dict[tuple[type[Any], str], Any] = {}
+        self._old: dict[tuple[type[Any], str], Any] = {}
+
+    def decode[T](self, cls: type[T], text: str) -> T:
+        key = (cls, text)
+        record: T | None = self._young.get(key) or self._old.get(key)
+        if record is None:
+            record = codec.decode(cls, text)
+            self.remember(cls, text, record)
+        return record
+
+    def remember(self, cls: type[Any], text: str, record: Any) -> None:
+        if codec.shareable_check(cls) is None:
+            return
+        if len(self._young) >= self.LIMIT:
+            self._old, self._young = self._young, {}
+        self._young[(cls, text)] = record
+
+
+RECENT = RecentRecords()
+
+
 @dataclass(slots=True)
 class Row:
     """One row as this transaction sees it. ``record`` None: no such row. A Timer row
@@ -242,9 +279,15 @@ class WriteBehind:
             inserts: list[list[Any]] = []
             names: list[str] = []
             updates: dict[tuple[str, ...], list[list[Any]]] = {}
-            for id, row in cache.dirty.items():
+            # In key order: consecutive rows land in the same index pages, which
+            # SQLite then finds in its cache (a random UUID per row otherwise).
+            for id, row in sorted(cache.dirty.items()):
                 values = columns(table, row.record, row.live)
-                data = row.text if row.text is not None else codec.encode(row.record)
+                if row.text is not None:
+                    data = row.text
+                else:
+                    data = codec.encode(row.record)
+                    RECENT.remember(cache.cls, data, row.record)
                 if row.stored:
                     if row.base is None:  # written unread (not by BaseTx): every column
                         changed = tuple(values)
