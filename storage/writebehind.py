@@ -43,6 +43,7 @@ CLASSES: dict[Table, type[Any]] = {
 }
 # Tables whose rows belong to one Work (listed per Work by ``BaseTx``).
 PER_WORK: tuple[Table, ...] = ("execution", "timer", "wait")
+_OF_WORK = frozenset(CLASSES[table] for table in PER_WORK)
 
 
 def columns(table: Table, r: Any, live: bool = True) -> dict[str, Any]:
@@ -161,13 +162,14 @@ class RecordTable:
         return row
 
     def _index(self, id: str, record: Any) -> None:
-        work_id = getattr(record, "work_id", None)
-        if work_id is not None:
-            self.by_work.setdefault(work_id, set()).add(id)
+        if record is not None and self.cls in _OF_WORK:
+            self.by_work.setdefault(record.work_id, set()).add(id)
 
     def read(self, row: Row) -> Any:
-        record = row.visible()
-        if record is None or row.text is None:
+        record = row.record
+        if record is None or not row.live:
+            return None
+        if row.text is None:
             return record
         return codec.decode(self.cls, row.text)  # a fresh copy: see ``shared``
 
@@ -179,9 +181,11 @@ class RecordTable:
         elif create and row.visible() is not None and self.cls is not Timer:
             # What the INSERT would have met (a Timer's row is overwritten instead).
             raise Conflict(f"constraint violated: {self.cls.__name__} {id!r} exists")
-        row.record, row.text = shared(self.cls, record, row.record)
+        previous = row.record
+        row.record, row.text = shared(self.cls, record, previous)
         row.live = True
-        self._index(id, row.record)
+        if previous is None:  # a record's Work never changes: indexed once
+            self._index(id, row.record)
         self.dirty[id] = row
 
     def bury(self, id: str) -> None:
