@@ -241,6 +241,10 @@ class BaseTx(ABC):
     @abstractmethod
     def _get(self, table: Table, id: str) -> Work | Execution | Scope | Timer | Wait | None: ...
 
+    def _exists(self, table: Table, id: str) -> bool:
+        """Whether the record exists (a backend may answer without building it)."""
+        return self._get(table, id) is not None
+
     @abstractmethod
     def _put(
         self, table: Table, record: Work | Execution | Scope | Timer | Wait, create: bool
@@ -285,6 +289,11 @@ class BaseTx(ABC):
 
     @abstractmethod
     def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None: ...
+
+    def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
+        """The stored Events holding ``event``'s delivery identity and its ID (a
+        backend may answer both with one read)."""
+        return self._event_by_delivery(event.source, event.delivery_id), self._get_event(event.id)
 
     @abstractmethod
     def _insert_event(self, event: Event) -> int:
@@ -347,10 +356,10 @@ class BaseTx(ABC):
     def accept_event(self, event: Event) -> tuple[StoredEvent, bool]:
         self._writable()
         self._validate_envelope(event)
-        existing = self._event_by_delivery(event.source, event.delivery_id)
+        existing, same_id = self._event_identity(event)
         if existing is not None:
             return existing, False
-        if self._get_event(event.id) is not None:
+        if same_id is not None:
             raise Conflict(f"Event ID {event.id!r} already names another delivery")
         if event.causation_id:
             if event.causation_id == event.id:
@@ -395,7 +404,7 @@ class BaseTx(ABC):
         if not scope_id:
             raise Invalid("an Event scope must be nonempty")
         stored = self._require_event(event_id)
-        if self._get("scope", scope_id) is None:
+        if not self._exists("scope", scope_id):
             raise NotFound(f"Scope {scope_id!r} does not exist")
         if stored.scope_id == scope_id:
             return
@@ -511,7 +520,7 @@ class BaseTx(ABC):
             validate.require_dotted(work.kind, "Work kind")
             if state is not WorkState.READY:
                 raise Invalid(f"a new Work starts ready, not {state}")
-            if work.scope_id and self._get("scope", work.scope_id) is None:
+            if work.scope_id and not self._exists("scope", work.scope_id):
                 raise NotFound(f"Scope {work.scope_id!r} does not exist")
             if work.parent_id:
                 if work.parent_id == work.id:
@@ -718,7 +727,8 @@ class BaseTx(ABC):
         )
         self._put("execution", stored, create=True)
         # Storage keeps Work.latest_executor; it is metadata, so no Work revision bump.
-        self._put("work", replace(work, latest_executor=executor), create=False)
+        if work.latest_executor != executor:
+            self._put("work", replace(work, latest_executor=executor), create=False)
         return stored
 
     def _note_executor(self, x: Execution) -> None:
@@ -878,10 +888,7 @@ class BaseTx(ABC):
     # -- Timers ---------------------------------------------------------------------
     def _require_unused_identity(self, template: Event) -> None:
         self._validate_envelope(template)
-        if (
-            self._event_by_delivery(template.source, template.delivery_id) is not None
-            or self._get_event(template.id) is not None
-        ):
+        if any(stored is not None for stored in self._event_identity(template)):
             raise Conflict(f"timer template reuses accepted Event identity {template.id!r}")
 
     def put_timer(self, timer: Timer) -> Timer:

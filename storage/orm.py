@@ -17,7 +17,10 @@ waits for a writer.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +28,7 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import FullResultSet
 from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import (
     Count,
     Exists,
@@ -37,7 +41,15 @@ from django.db.models import (
 from . import codec
 from .clock import wall_clock
 from .core import BaseTx, EventScan, Table, TxScope, check_admission
-from .errors import Conflict, ReadOnly, RecordsNewer, SchemaNewer, TxClosed, Unavailable
+from .errors import (
+    Conflict,
+    ReadOnly,
+    RecordsNewer,
+    SchemaNewer,
+    StorageError,
+    TxClosed,
+    Unavailable,
+)
 from .models import (
     LIVE_EXECUTION,
     EventRow,
@@ -53,6 +65,7 @@ from .models import (
     json_nanos_sql,
 )
 from .records import (
+    LIVE_EXECUTION_STATES,
     RECORD_FORMAT,
     SCHEMA_VERSION,
     Buckets,
@@ -66,6 +79,7 @@ from .records import (
     StoredEvent,
     Timer,
     Wait,
+    WaitState,
     Work,
     WorkFacets,
     WorkQuery,
@@ -73,6 +87,7 @@ from .records import (
 from .runs.query import RunRow
 from .runs.records import RunQuery
 from .series import series_states
+from .writebehind import PER_WORK, RECENT, Row, WriteBehind
 
 T = TypeVar("T")
 
@@ -106,6 +121,11 @@ _CLASSES: dict[Table, type[Any]] = {
 
 
 _TABLES: dict[Table, str] = {table: model._meta.db_table for table, model in _MODELS.items()}
+# What live=True selects per Work in the buffer (as _LIVE_SQL does in the database).
+_LIVE_STATES: dict[Table, frozenset[Any]] = {
+    "execution": LIVE_EXECUTION_STATES,
+    "wait": frozenset({WaitState.ACTIVE}),
+}
 # Written exactly as the partial indexes' conditions (models.py), so SQLite uses them.
 _LIVE_SQL: dict[Table, str] = {
     "work": "state IN ('ready', 'running', 'waiting')",
@@ -114,47 +134,14 @@ _LIVE_SQL: dict[Table, str] = {
 }
 
 
-def _columns(table: Table, r: Any) -> dict[str, Any]:
-    """The indexed columns stored beside a record's JSON."""
-    data = codec.encode(r)
-    if table == "work":
-        return {
-            "kind": r.kind,
-            "scope_id": r.scope_id,
-            "parent_id": r.parent_id,
-            "state": r.state.value,
-            "source": r.source,
-            "latest_executor": r.latest_executor,
-            "created_ns": r.created_at,
-            "updated_ns": r.updated_at,
-            "revision": r.revision,
-            "data": data,
-        }
-    if table == "execution":
-        return {
-            "work_id": r.work_id,
-            "attempt": r.attempt,
-            "state": r.state.value,
-            "executor": r.executor,
-            "lease_expires_ns": r.lease_expires_at,
-            "data": data,
-        }
-    if table == "scope":
-        return {"parent_id": r.parent_id, "data": data}
-    if table == "timer":
-        return {
-            "live": True,
-            "revision": r.revision,
-            "fire_ns": r.fire_at,
-            "work_id": r.work_id,
-            "data": data,
-        }
-    return {
-        "work_id": r.work_id,
-        "execution_id": r.execution_id,
-        "state": r.state.value,
-        "data": data,
-    }
+# The sqlite3 module's own execute, under Django's placeholder-converting subclass.
+_SQLITE_EXECUTE = sqlite3.Cursor.execute
+
+
+@functools.cache
+def _qmark(sql: str) -> str:
+    """Our SQL in sqlite3's placeholder style (it holds no literal %)."""
+    return sql.replace("%s", "?")
 
 
 def _parse_clock(value: str | None) -> tuple[Nanos, int]:
@@ -193,8 +180,14 @@ def translate_errors() -> Iterator[None]:
 
 
 class OrmTx(BaseTx):
-    """Row access for BaseTx. Point reads and writes, the hot path of every runtime
-    transaction, are single SQL statements through Django's cursor (same connection,
+    """Row access for BaseTx, through a write-behind buffer (``storage.writebehind``):
+    records this transaction read or wrote are answered from memory, writes wait for
+    ``flush`` (at commit, or before any read the buffer cannot answer exactly) and go
+    out as one ``executemany`` per table. ``self._cursor`` flushes before it hands out
+    the cursor, so a read written against it needs to know nothing of the buffer; the
+    buffer's own point reads use ``self._raw``.
+
+    Point reads are single SQL statements through Django's cursor (same connection,
     same transaction, same error wrapping), which costs a fraction of building an ORM
     query each time; the Work queries and Event scans, which compose filters, use the
     ORM. Literal state lists match the partial indexes' WHERE clauses exactly, which
@@ -203,48 +196,123 @@ class OrmTx(BaseTx):
     def __init__(self, now: Nanos, *, alias: str, read_only: bool) -> None:
         super().__init__(now, read_only=read_only)
         self.alias = alias
-        self._cursor = connections[alias].cursor()
-        self._true = "true" if connections[alias].vendor == "postgresql" else "1"
+        connection = self._connection = connections[alias]
+        self._raw = connection.cursor()
+        self._postgres = connection.vendor == "postgresql"
+        self._true = "true" if self._postgres else "1"
+        self._buffer = WriteBehind()
+        self._sequences: Iterator[int] | None = None
+        # A failed flush fails the transaction: its writes are partly sent, so every
+        # later operation and the commit raise again and transact rolls it all back.
+        self._failed: StorageError | None = None
+
+    @property
+    def _cursor(self) -> Any:
+        """The cursor, once every buffered write has reached the database."""
+        self.flush()
+        return self._raw
 
     def close(self) -> None:
         super().close()
-        self._cursor.close()
+        self._raw.close()
+        self._buffer = WriteBehind()  # what a rolled-back transaction buffered goes too
+
+    def _check(self) -> None:
+        super()._check()
+        if self._failed is not None:
+            self._raise_failed()
+
+    def _raise_failed(self) -> None:
+        failed = self._failed
+        if failed is not None:
+            raise type(failed)(f"this transaction failed and rolls back: {failed}") from failed
+
+    def flush(self) -> None:
+        """Send the buffered writes: per table one INSERT and one UPDATE, each an
+        ``executemany``. A constraint violation is a ``Conflict`` here, inside the
+        transaction, which then fails as a whole (see ``_failed``)."""
+        if self._failed is not None:
+            self._raise_failed()
+        if not self._buffer.pending:
+            return
+        try:
+            with translate_errors():
+                for sql, rows in self._buffer.statements(_TABLES):
+                    self._raw.executemany(sql, rows)
+        except StorageError as exc:
+            self._failed = exc
+            raise
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """Rows of a read the buffer has made exact without a flush (see its module).
+
+        These point reads are most of a large transaction's statements, and Django's
+        cursor wrapping (wrappers, checks, SQLite's per-call placeholder regex) costs
+        twice the read. So when nothing observes statements (no execute_wrapper, no
+        debug cursor logging queries) they go to the driver's cursor, SQLite's with
+        its own placeholders, still inside Django's error wrapping, so failures reach
+        translate_errors as the same exceptions."""
+        connection = self._connection
+        if connection.execute_wrappers or type(self._raw) is not CursorWrapper:
+            self._raw.execute(sql, params)
+            return list(self._raw.fetchall())
+        driver = self._raw.cursor
+        with connection.wrap_database_errors:
+            if self._postgres:
+                driver.execute(sql, params)
+            else:
+                _SQLITE_EXECUTE(driver, _qmark(sql), params)
+            return list(driver.fetchall())
 
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
-        self._cursor.execute(sql, params)
-        row = self._cursor.fetchone()
+        cursor = self._cursor
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
         return None if row is None else row[0]
 
     def _column(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        self._cursor.execute(sql, params)
-        return [row[0] for row in self._cursor.fetchall()]
+        cursor = self._cursor
+        cursor.execute(sql, params)
+        return [row[0] for row in cursor.fetchall()]
 
     def _rows(self, table: Table) -> QuerySet[Any]:
+        self.flush()
         qs: QuerySet[Any] = _MODELS[table].objects.using(self.alias)  # type: ignore[attr-defined]
         return qs.filter(live=True) if table == "timer" else qs
 
     # -- records --------------------------------------------------------------------
     def _get(self, table: Table, id: str) -> Any:
-        live = f" AND live = {self._true}" if table == "timer" else ""
-        data = self._one(f"SELECT data FROM {_TABLES[table]} WHERE id = %s{live}", [id])
-        return None if data is None else codec.decode(_CLASSES[table], data)
+        cache = self._buffer.tables[table]
+        row = cache.rows.get(id)
+        return cache.read(row if row is not None else self._load(table, id))
+
+    def _exists(self, table: Table, id: str) -> bool:
+        # No decoding: a Scope's reads are copies (see RecordTable.read).
+        row = self._buffer.tables[table].rows.get(id) or self._load(table, id)
+        return row.visible() is not None
+
+    def _load(self, table: Table, id: str) -> Row:
+        cache = self._buffer.tables[table]
+        live = ", live" if table == "timer" else ""
+        found = self._fetch(f"SELECT data{live} FROM {_TABLES[table]} WHERE id = %s", [id])
+        if not found:
+            if table == "work":
+                # No attempt, Wait or Timer names a Work that does not exist (see
+                # storage.writebehind), so its listings need no read.
+                for name in PER_WORK:
+                    self._buffer.tables[name].complete.add(id)
+            return cache.keep(id, Row(None, stored=False))
+        data = found[0][0]
+        text = None if codec.shareable_check(cache.cls) else data
+        record = RECENT.decode(cache.cls, data)
+        return cache.keep(id, Row(record, text, live=bool(found[0][-1]) if live else True))
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
-        columns = _columns(table, record)
-        names = list(columns)
-        values = [columns[n] for n in names]
-        # A timer ID may have a tombstone row: recreation overwrites it.
-        if not create or table == "timer":
-            assignments = ", ".join(f"{n} = %s" for n in names)
-            sql = f"UPDATE {_TABLES[table]} SET {assignments} WHERE id = %s"
-            self._cursor.execute(sql, [*values, record.id])
-            if self._cursor.rowcount:
-                return
-        placeholders = ", ".join(["%s"] * (len(names) + 1))
-        sql = f"INSERT INTO {_TABLES[table]} (id, {', '.join(names)}) VALUES ({placeholders})"
-        self._cursor.execute(sql, [record.id, *values])
+        self._buffer.tables[table].write(record.id, record, create)
 
     def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
+        if work_id and table in PER_WORK:
+            return self._list_of_work(table, work_id, live)
         where, params = [], []
         if table == "timer":
             where.append(f"live = {self._true}")
@@ -258,12 +326,35 @@ class OrmTx(BaseTx):
         cls = _CLASSES[table]
         return [codec.decode(cls, d) for d in rows]
 
+    def _of_work(self, table: Table, work_id: str) -> list[Row]:
+        """The cached rows of one Work's attempts, Waits or live Timers, after reading
+        the ones still in the database once (deleted Timers stay out: the partial
+        index serves only live ones, and a tombstone is read by ID when needed)."""
+        cache = self._buffer.tables[table]
+        if work_id not in cache.complete:
+            live = f" AND live = {self._true}" if table == "timer" else ""
+            sql = f"SELECT id, data FROM {_TABLES[table]} WHERE work_id = %s{live}"
+            for id, data in self._fetch(sql, [work_id]):
+                if id not in cache.rows:
+                    cache.keep(id, Row(RECENT.decode(cache.cls, data)))
+            cache.complete.add(work_id)
+        return cache.of_work(work_id)
+
+    def _list_of_work(self, table: Table, work_id: str, live: bool) -> list[Any]:
+        cache = self._buffer.tables[table]
+        records = [cache.read(row) for row in self._of_work(table, work_id)]
+        wanted = _LIVE_STATES.get(table) if live else None
+        return [r for r in records if r is not None and (wanted is None or r.state in wanted)]
+
     def _timer_floor(self, timer_id: str) -> int:
-        return int(self._one("SELECT revision FROM conduit_timer WHERE id = %s", [timer_id]) or 0)
+        row = self._buffer.tables["timer"].rows.get(timer_id) or self._load("timer", timer_id)
+        return row.record.revision if row.record is not None else 0
 
     def _delete_timer(self, timer_id: str) -> None:
-        live = "false" if self._true == "true" else "0"
-        self._cursor.execute(f"UPDATE conduit_timer SET live = {live} WHERE id = %s", [timer_id])
+        cache = self._buffer.tables["timer"]
+        row = cache.rows.get(timer_id) or self._load("timer", timer_id)
+        if row.record is not None:
+            cache.bury(timer_id)
 
     def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
         sql = (
@@ -277,25 +368,29 @@ class OrmTx(BaseTx):
         return [codec.decode(Timer, d) for d in self._column(sql, params)]
 
     def _key_owner(self, key: CorrelationKey) -> str | None:
-        sql = "SELECT work_id FROM conduit_key WHERE source = %s AND external_id = %s"
-        owner: str | None = self._one(sql, [key.source, key.external_id])
-        return owner
+        keys = self._buffer.keys
+        pair = (key.source, key.external_id)
+        if pair not in keys:
+            sql = "SELECT work_id FROM conduit_key WHERE source = %s AND external_id = %s"
+            found = self._fetch(sql, pair)
+            keys[pair] = found[0][0] if found else None
+        return keys[pair]
 
     def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
-        if keys:
-            self._cursor.executemany(
-                "INSERT INTO conduit_key (source, external_id, work_id, ordinal) "
-                "VALUES (%s, %s, %s, %s)",
-                [(k.source, k.external_id, work_id, first + i) for i, k in enumerate(keys)],
-            )
+        for key in keys:
+            if self._key_owner(key) is not None:  # what the unique constraint refuses
+                raise Conflict(f"constraint violated: key {key} already has an owner")
+        for i, key in enumerate(keys):
+            self._buffer.keys[(key.source, key.external_id)] = work_id
+            self._buffer.new_keys.append((key.source, key.external_id, work_id, first + i))
 
     def _latest_attempt(self, work_id: str) -> Execution | None:
-        sql = "SELECT data FROM conduit_execution WHERE work_id = %s ORDER BY attempt DESC LIMIT 1"
-        data = self._one(sql, [work_id])
-        return None if data is None else codec.decode(Execution, data)
+        attempts = [row.record for row in self._of_work("execution", work_id)]
+        return max((x for x in attempts if x is not None), key=lambda x: x.attempt, default=None)
 
     # -- queries --------------------------------------------------------------------
     def _filtered(self, q: WorkQuery) -> QuerySet[WorkRow]:
+        self.flush()
         qs = WorkRow.objects.using(self.alias).all()
         if q.states:
             qs = qs.filter(state__in=sorted(s.value for s in q.states))
@@ -362,51 +457,89 @@ class OrmTx(BaseTx):
     _EVENT_FIELDS = ("seq", "data", "scope_id", "route_work_id", "disposition", "routed_ns")
 
     def _events(self) -> QuerySet[EventRow]:
+        self.flush()
         return EventRow.objects.using(self.alias).all()
 
-    def _one_event(self, where: str, params: Sequence[Any]) -> StoredEvent | None:
+    def _load_events(self, where: str, params: Sequence[Any]) -> list[StoredEvent]:
         columns = ", ".join(self._EVENT_FIELDS)
-        self._cursor.execute(f"SELECT {columns} FROM conduit_event WHERE {where}", params)
-        row = self._cursor.fetchone()
-        return (
-            None if row is None else self._stored(dict(zip(self._EVENT_FIELDS, row, strict=True)))
-        )
+        rows = self._fetch(f"SELECT {columns} FROM conduit_event WHERE {where}", params)
+        cache = self._buffer.events
+        return [
+            cache.keep(self._stored(dict(zip(self._EVENT_FIELDS, row, strict=True))), True).stored
+            for row in rows
+        ]
 
     def _get_event(self, event_id: str) -> StoredEvent | None:
-        return self._one_event("id = %s", [event_id])
+        cache = self._buffer.events
+        if event_id not in cache.by_id and not self._load_events("id = %s", [event_id]):
+            cache.by_id[event_id] = None
+        row = cache.by_id[event_id]
+        return None if row is None else row.stored
 
     def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
-        return self._one_event("source = %s AND delivery_id = %s", [source, delivery_id])
+        cache = self._buffer.events
+        delivery = (source, delivery_id)
+        if delivery not in cache.deliveries and not self._load_events(
+            "source = %s AND delivery_id = %s", delivery
+        ):
+            cache.deliveries[delivery] = None
+        return cache.by_delivery(source, delivery_id)
+
+    def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
+        # A new Event is unknown by both: one statement answers both lookups.
+        cache = self._buffer.events
+        delivery = (event.source, event.delivery_id)
+        if delivery not in cache.deliveries and event.id not in cache.by_id:
+            where = "(source = %s AND delivery_id = %s) OR id = %s"
+            self._load_events(where, [*delivery, event.id])
+            cache.deliveries.setdefault(delivery, None)
+            cache.by_id.setdefault(event.id, None)
+        return self._event_by_delivery(*delivery), self._get_event(event.id)
 
     def _insert_event(self, event: Event) -> int:
-        # RETURNING (SQLite 3.35+, PostgreSQL) hands back the acceptance sequence.
-        sequence = self._one(
-            "INSERT INTO conduit_event (id, source, delivery_id, type, work_id, causation_id, "
-            "scope_id, route_work_id, disposition, routed_ns, data) "
-            "VALUES (%s, %s, %s, %s, %s, %s, '', '', '', 0, %s) RETURNING seq",
-            [
-                event.id,
-                event.source,
-                event.delivery_id,
-                event.type,
-                event.work_id,
-                event.causation_id,
-                codec.encode(event),
-            ],
-        )
-        return int(sequence)
+        sequence = self._next_sequence()
+        self._buffer.events.insert(event, sequence)
+        return sequence
+
+    def _next_sequence(self) -> int:
+        if self._sequences is None:
+            self._sequences = self._sequence_source()
+        return next(self._sequences)
+
+    def _sequence_source(self) -> Iterator[int]:
+        """The acceptance sequences the database would give this transaction's Events,
+        known when each is accepted although its row is written at the flush.
+
+        SQLite: AUTOINCREMENT's next values, read once (the writer holds the write
+        lock; rows inserted with these values move ``sqlite_sequence`` as
+        AUTOINCREMENT's own do, and a rollback takes them back likewise). PostgreSQL:
+        values drawn from the column's identity sequence in blocks of 1, 2, 4, ... up
+        to 1024, so a transaction draws at most twice what it uses; sequences there
+        were never gapless (a rollback consumes them too), only increasing."""
+        if not self._postgres:
+            high = self._fetch(
+                "SELECT MAX(n) FROM (SELECT seq AS n FROM sqlite_sequence "
+                "WHERE name = 'conduit_event' UNION ALL SELECT MAX(seq) FROM conduit_event)",
+                [],
+            )[0][0]
+            yield from itertools.count(int(high or 0) + 1)
+        block = 1
+        while True:
+            drawn = self._fetch(
+                "SELECT nextval(pg_get_serial_sequence('conduit_event', 'seq')) "
+                "FROM generate_series(1, %s)",
+                [block],
+            )
+            yield from sorted(int(row[0]) for row in drawn)
+            block = min(2 * block, 1024)
 
     def _set_event_scope(self, event_id: str, scope_id: str) -> None:
-        self._cursor.execute(
-            "UPDATE conduit_event SET scope_id = %s WHERE id = %s", [scope_id, event_id]
-        )
+        self._get_event(event_id)
+        self._buffer.events.update(event_id, scope_id=scope_id)
 
     def _set_route(self, event_id: str, route: Route) -> None:
-        self._cursor.execute(
-            "UPDATE conduit_event SET route_work_id = %s, disposition = %s, routed_ns = %s "
-            "WHERE id = %s",
-            [route.work_id, route.disposition, route.routed_at, event_id],
-        )
+        self._get_event(event_id)
+        self._buffer.events.update(event_id, route=route)
 
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
         qs = self._events().filter(seq__gt=scan.after)
@@ -443,7 +576,10 @@ class OrmTx(BaseTx):
         return qs
 
     def _latest_sequence(self) -> int:
-        return int(self._one("SELECT MAX(seq) FROM conduit_event", []) or 0)
+        # This transaction's Events come after every stored one (_sequence_source).
+        if self._buffer.events.last_sequence:
+            return self._buffer.events.last_sequence
+        return int(self._fetch("SELECT MAX(seq) FROM conduit_event", [])[0][0] or 0)
 
     def _store_version(self) -> int:
         return _parse_clock(self.meta("clock"))[1]
@@ -457,6 +593,7 @@ class OrmTx(BaseTx):
 
     # -- KV -------------------------------------------------------------------------
     def _kv(self, namespace: str) -> QuerySet[KVRow]:
+        self.flush()
         return KVRow.objects.using(self.alias).filter(namespace=namespace)
 
     def _kv_get(self, namespace: str, key: str) -> bytes | None:
@@ -569,6 +706,7 @@ class OrmTx(BaseTx):
     def _count_run_rows(self, query: RunQuery) -> int:
         where, params = self._run_where(query, paged=False)
         return int(self._one(f"SELECT COUNT(*) FROM {self._RUN_TABLE}{where}", params))
+
     # -- dashboard reads ------------------------------------------------------------
     def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
         # A COUNT per (state, bucket) over the (state, updated) index, or (state,
@@ -784,6 +922,7 @@ class OrmStore:
                         tx.verify_lease(guard.lease)
                     result = callback(tx)
                     tx.before_commit()
+                    tx.flush()
                     check_admission(guard)
                     if tx.dirty or now != last:
                         tx.set_meta("clock", f"{now} {version + (1 if tx.dirty else 0)}")
