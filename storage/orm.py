@@ -513,9 +513,8 @@ class OrmTx(BaseTx):
         SQLite: AUTOINCREMENT's next values, read once (the writer holds the write
         lock; rows inserted with these values move ``sqlite_sequence`` as
         AUTOINCREMENT's own do, and a rollback takes them back likewise). PostgreSQL:
-        values drawn from the column's identity sequence in blocks of 1, 2, 4, ... up
-        to 1024, so a transaction draws at most twice what it uses; sequences there
-        were never gapless (a rollback consumes them too), only increasing."""
+        one value drawn from the column's identity sequence per accepted Event, as the
+        INSERT would (only a rollback leaves a gap, as it always did there)."""
         if not self._postgres:
             high = self._fetch(
                 "SELECT MAX(n) FROM (SELECT seq AS n FROM sqlite_sequence "
@@ -523,15 +522,15 @@ class OrmTx(BaseTx):
                 [],
             )[0][0]
             yield from itertools.count(int(high or 0) + 1)
-        block = 1
+        # One value per accepted Event, drawn when it is accepted: what the INSERT would
+        # have drawn. Drawing ahead in blocks saved round trips but left gaps after every
+        # transaction (a block's unused values), so Event sequences jumped in normal
+        # operation and a seeded history numbered its Events differently on PostgreSQL.
         while True:
             drawn = self._fetch(
-                "SELECT nextval(pg_get_serial_sequence('conduit_event', 'seq')) "
-                "FROM generate_series(1, %s)",
-                [block],
+                "SELECT nextval(pg_get_serial_sequence('conduit_event', 'seq'))", []
             )
-            yield from sorted(int(row[0]) for row in drawn)
-            block = min(2 * block, 1024)
+            yield int(drawn[0][0])
 
     def _set_event_scope(self, event_id: str, scope_id: str) -> None:
         self._get_event(event_id)
