@@ -17,7 +17,7 @@ from storage.runs import AttemptRecord, AttemptState, RunRecord, ScopeRecord
 from tests.console import runfactories as rf
 from tests.console.conftest import DB
 from tests.console.test_polling import poll_url_of
-from tests.storage.runs_support import format1_json, plant, row
+from tests.storage.support.runs import format1_json, plant, row
 
 pytestmark = DB
 

@@ -19,7 +19,7 @@ from storage import Store
 from .support import FakeClock
 
 # The ORM backend's ID names the engine the settings select: "sqlite" by default,
-# "postgresql" when DATABASE_URL names one (test IDs read test_case[postgresql-...]).
+# "postgresql" when DATABASE_URL names one (test IDs read test_claim_rules[postgresql]).
 ORM = "postgresql" if settings.POSTGRES else "sqlite"
 
 BACKENDS = [

@@ -38,7 +38,7 @@ from storage import (
 )
 from storage.orm import OrmStore
 
-from .proc import finish, spawn, wait_for
+from .support.proc import finish, spawn, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),

@@ -27,7 +27,7 @@ from storage import (
 )
 from storage.lifecycle import execution_transition_allowed, work_transition_allowed
 
-from .cases import OUTCOME_FOR, terminate
+from .contract import OUTCOME_FOR, terminate
 from .support import TTL, fails, get_execution, get_work, make_execution, make_work, outcome, tx
 
 W = WorkState

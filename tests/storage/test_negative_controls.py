@@ -1,6 +1,9 @@
-"""Negative controls (checklist 23.3): deliberately broken backends run the REAL shared
-cases, and each must fail with the expected diagnostic. The controls assert that
+"""Negative controls (checklist 23.3): deliberately broken backends run the REAL contract
+tests, and each must fail with the expected diagnostic. The controls assert that
 failure, so this module passes exactly when the suite can catch each kind of breakage.
+
+The contract modules are imported as modules, never their ``test_`` functions by name:
+a ``test_`` name in this module's namespace would be collected here a second time.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from storage.core import TxScope
 from storage.memory import MemoryStore, MemoryTx
 from storage.orm import OrmStore
 
-from .cases import CASES
+from .contract import test_checkpoints as checkpoints
+from .contract import test_events as events
+from .contract import test_views as views
 from .support import FakeClock
 
 T = TypeVar("T")
@@ -90,72 +95,72 @@ class WriterAliasViewStore(OrmStore):
         super().__init__(clock, using="default", view_using="default")
 
 
-def run_case(name: str, store: Any, clock: FakeClock) -> None:
-    CASES[name](store, clock)
+Contract = Callable[[Any, FakeClock], None]
+
+DEDUPLICATION = events.test_delivery_identity_versus_correlation
+ATOMICITY = checkpoints.test_atomic_route_effects
+VIEW_ISOLATION = views.test_view_reads_committed_state_alongside_writes
 
 
 @pytest.mark.parametrize(
-    ("broken", "case", "diagnostic"),
+    ("broken", "contract", "diagnostic"),
     [
         pytest.param(
             DedupBrokenStore,
-            "delivery_identity_versus_correlation",
+            DEDUPLICATION,
             "a duplicate delivery reported added=True",
             id="broken-deduplication",
         ),
         pytest.param(
             PartialCommitStore,
-            "atomic_route_effects",
+            ATOMICITY,
             "a failed processing transaction left",
             id="partial-commit",
         ),
         pytest.param(
             SerialisingViewStore,
-            "view_reads_committed_state_alongside_writes",
+            VIEW_ISOLATION,
             "View waited behind an open write transaction",
             id="view-serialises-behind-writes",
         ),
         pytest.param(
             WritingViewStore,
-            "view_reads_committed_state_alongside_writes",
+            VIEW_ISOLATION,
             "View accepted a write",
             id="view-writes",
         ),
     ],
 )
-def test_the_shared_case_catches_a_broken_double(
-    broken: type[MemoryStore], case: str, diagnostic: str
+def test_the_contract_catches_a_broken_double(
+    broken: type[MemoryStore], contract: Contract, diagnostic: str
 ) -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match=diagnostic):
-        run_case(case, broken(clock=clock), clock)
+        contract(broken(clock=clock), clock)
 
 
 @pytest.mark.parametrize(
-    "case",
-    [
-        "delivery_identity_versus_correlation",
-        "atomic_route_effects",
-        "view_reads_committed_state_alongside_writes",
-    ],
+    "contract",
+    [DEDUPLICATION, ATOMICITY, VIEW_ISOLATION],
+    ids=["deduplication", "atomicity", "view-isolation"],
 )
-def test_the_same_cases_pass_on_the_reference_double(case: str) -> None:
-    """The controls above fail because of the breakage, not because the case is flaky."""
+def test_the_same_contract_tests_pass_on_the_reference_double(contract: Contract) -> None:
+    """The controls above fail because of the breakage, not because the test is flaky."""
     clock = FakeClock()
-    run_case(case, MemoryStore(clock=clock), clock)
+    contract(MemoryStore(clock=clock), clock)
 
 
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True, databases=["default", "view"])
-def test_the_view_case_catches_a_sqlite_view_on_the_writer_connection() -> None:
+def test_the_view_contract_catches_a_sqlite_view_on_the_writer_connection() -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
-        run_case("view_reads_committed_state_alongside_writes", WriterAliasViewStore(clock), clock)
+        VIEW_ISOLATION(WriterAliasViewStore(clock), clock)
 
 
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True, databases=["default", "view"])
-def test_the_view_case_catches_a_serializable_deferrable_postgresql_view() -> None:
+def test_the_view_contract_catches_a_serializable_deferrable_postgresql_view() -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
-        run_case("view_reads_committed_state_alongside_writes", DeferrableViewStore(clock), clock)
+        VIEW_ISOLATION(DeferrableViewStore(clock), clock)

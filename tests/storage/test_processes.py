@@ -26,8 +26,8 @@ from storage import (
 )
 from storage.orm import OrmStore
 
-from .proc import finish, release, spawn, wait_for
 from .support import make_timer, make_wait, park
+from .support.proc import finish, release, spawn, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),

@@ -1,17 +1,14 @@
-"""Private helpers shared by several areas of the contract cases: state aliases,
+"""Private helpers shared by several sections of the contract tests: state aliases,
 the outcome each Execution state requires, and small read/write shortcuts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from storage import ExecutionState, OutcomeKind, Store, Tx, WorkState
 
 from ..support import get_work, outcome, tx
-
-Case = Callable[..., None]
 
 READY = WorkState.READY
 RUNNING = WorkState.RUNNING

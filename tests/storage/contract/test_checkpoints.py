@@ -27,7 +27,7 @@ from ._helpers import READY, RUNNING, stored_state
 # ---------------------------------------------------------------------------------
 
 
-def case_acceptance_is_not_acknowledged_before_commit(store: Store, clock: FakeClock) -> None:
+def test_acceptance_is_not_acknowledged_before_commit(store: Store, clock: FakeClock) -> None:
     """CP-01: an Event accepted in a callback that then fails is not stored; the same
     delivery later is added anew."""
 
@@ -41,7 +41,7 @@ def case_acceptance_is_not_acknowledged_before_commit(store: Store, clock: FakeC
     assert added, "CP-01: a delivery accepted in a rolled-back tx was treated as a duplicate"
 
 
-def case_route_replay(store: Store, clock: FakeClock) -> None:
+def test_route_replay(store: Store, clock: FakeClock) -> None:
     """Scenario "route replay" (CP-06, CP-04): after acceptance commits and processing
     fails, the Event is still unrouted and replayable; replaying the same checkpoint
     is a no-op and a different one conflicts."""
@@ -90,7 +90,7 @@ def _route_effects(store: Store) -> list[str]:
     return tx(store, read)
 
 
-def case_atomic_route_effects(store: Store, clock: FakeClock) -> None:
+def test_atomic_route_effects(store: Store, clock: FakeClock) -> None:
     """Scenario "atomic route effects" (CP-03, CP-06, T-09): the route effects and
     MarkRouted commit together; a crash during processing leaves none of them."""
     tx(store, lambda t: t.accept_event(make_event("e1", keys=[key("1")])))
@@ -114,7 +114,7 @@ def case_atomic_route_effects(store: Store, clock: FakeClock) -> None:
     assert kept == everything, f"atomic route effects: a committed processing tx kept {kept}"
 
 
-def case_mark_routed_rules(store: Store, clock: FakeClock) -> None:
+def test_mark_routed_rules(store: Store, clock: FakeClock) -> None:
     """CP-03, CP-04, CP-05 (resolution 14): disposition nonempty; an empty Work only
     for non-routed dispositions; unknown Event or Work -> NotFound; drops keep their
     disposition."""
@@ -141,7 +141,7 @@ def case_mark_routed_rules(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.unrouted_events())) == ["e3"], "CP-05: drops still unrouted"
 
 
-def case_per_work_order(store: Store, clock: FakeClock) -> None:
+def test_per_work_order(store: Store, clock: FakeClock) -> None:
     """Scenario "per-Work order" (CP-07, EN-03, EN-04): unrouted and per-Work scans
     return acceptance order; routing one Work does not wait for another."""
     k1, k2 = key("1"), key("2")

@@ -26,7 +26,7 @@ from ..support import (
 # ---------------------------------------------------------------------------------
 
 
-def case_delivery_identity_versus_correlation(store: Store, clock: FakeClock) -> None:
+def test_delivery_identity_versus_correlation(store: Store, clock: FakeClock) -> None:
     """Scenario "delivery identity versus correlation" (EV-02, CK-09, EV-07): a
     repeated (source, delivery_id) returns the original envelope with added=False and
     stores nothing, even under another ID and key; distinct deliveries sharing a key
@@ -74,7 +74,7 @@ def case_delivery_identity_versus_correlation(store: Store, clock: FakeClock) ->
     assert third.id == "e3", "delivery identity: another source's delivery returned the original"
 
 
-def case_accept_assigns_increasing_sequence(store: Store, clock: FakeClock) -> None:
+def test_accept_assigns_increasing_sequence(store: Store, clock: FakeClock) -> None:
     """EV-01, EN-05: a new delivery is added with a sequence above every earlier one,
     no routing checkpoint and no scope; latest_sequence follows (0 when empty)."""
     assert tx(store, lambda t: t.latest_sequence()) == 0, "EN-05: empty store sequence is not 0"
@@ -99,7 +99,7 @@ def case_accept_assigns_increasing_sequence(store: Store, clock: FakeClock) -> N
     )
 
 
-def case_event_id_reuse_conflicts(store: Store, clock: FakeClock) -> None:
+def test_event_id_reuse_conflicts(store: Store, clock: FakeClock) -> None:
     """EV-03: an Event ID already used by another delivery conflicts."""
     tx(store, lambda t: t.accept_event(make_event("e1", delivery_id="d1")))
     fails(
@@ -116,7 +116,7 @@ def case_event_id_reuse_conflicts(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_envelope_is_immutable(store: Store, clock: FakeClock) -> None:
+def test_envelope_is_immutable(store: Store, clock: FakeClock) -> None:
     """EV-04, EV-05: routing and scope live beside the envelope; the envelope reads
     back identical and an Event accepted without a Work never gains one."""
     tx(store, lambda t: t.put_scope(make_scope("s1")))
@@ -141,7 +141,7 @@ def case_envelope_is_immutable(store: Store, clock: FakeClock) -> None:
     assert after.sequence == original.sequence, "EV-04: routing changed the sequence"
 
 
-def case_causation(store: Store, clock: FakeClock) -> None:
+def test_causation(store: Store, clock: FakeClock) -> None:
     """EV-06: a causation ID must name a stored Event (NotFound) and not the Event
     itself (Invalid); derived_events lists the Events an Event caused."""
 
@@ -177,7 +177,7 @@ def case_causation(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_event_lookup(store: Store, clock: FakeClock) -> None:
+def test_event_lookup(store: Store, clock: FakeClock) -> None:
     """EV-07: lookup by ID or by delivery identity; unknown -> NotFound."""
     stored, _ = tx(store, lambda t: t.accept_event(make_event("e1", delivery_id="d1")))
 
@@ -190,7 +190,7 @@ def case_event_lookup(store: Store, clock: FakeClock) -> None:
     fails(store, NotFound, lambda t: t.event_by_delivery("other", "d1"), "EV-07 other source")
 
 
-def case_invalid_event_stores_nothing(store: Store, clock: FakeClock) -> None:
+def test_invalid_event_stores_nothing(store: Store, clock: FakeClock) -> None:
     """EV-08, T-10: an invalid Event is refused, stores nothing and consumes no
     sequence; required fields id/source/delivery_id must be nonempty."""
     tx(store, lambda t: t.accept_event(make_event("e0")))
@@ -215,7 +215,7 @@ def case_invalid_event_stores_nothing(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.events())) == ["e0", "e1"], "EV-08: an invalid Event stored"
 
 
-def case_event_times(store: Store, clock: FakeClock) -> None:
+def test_event_times(store: Store, clock: FakeClock) -> None:
     """EV-01 (lead rule): received_at is always tx.now; occurred_at 0 means tx.now;
     an explicit occurred_at is kept. Event.work_id is not checked for existence."""
     past = clock() - seconds(3600)
@@ -241,7 +241,7 @@ def case_event_times(store: Store, clock: FakeClock) -> None:
 # ---------------------------------------------------------------------------------
 
 
-def case_event_actor_round_trip(store: Store, clock: FakeClock) -> None:
+def test_event_actor_round_trip(store: Store, clock: FakeClock) -> None:
     """Named case event_actor_round_trip (AC-02..AC-05): the actor of a core.manual
     and a core.action Event survives acceptance, Event, Events and a duplicate
     delivery carrying another actor; other sources drop it."""
@@ -277,7 +277,7 @@ def case_event_actor_round_trip(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_actor_format(store: Store, clock: FakeClock) -> None:
+def test_actor_format(store: Store, clock: FakeClock) -> None:
     """AC-01, AC-03: on core.manual and core.action a nonempty actor must be
     kind:id; empty is allowed."""
 
@@ -298,7 +298,7 @@ def case_actor_format(store: Store, clock: FakeClock) -> None:
 # ---------------------------------------------------------------------------------
 
 
-def case_event_scope_recorded_once_and_indexed(store: Store, clock: FakeClock) -> None:
+def test_event_scope_recorded_once_and_indexed(store: Store, clock: FakeClock) -> None:
     """Named case event_scope_recorded_once_and_indexed (ES-01..ES-06): the scope is
     write-once, survives routing and a duplicate delivery, and selects exactly what
     scope_events returns."""
@@ -348,7 +348,7 @@ def case_event_scope_recorded_once_and_indexed(store: Store, clock: FakeClock) -
     assert moved == ([], ["e2", "e3"]), "event scope: a later recorded scope is not indexed"
 
 
-def case_event_scope_errors(store: Store, clock: FakeClock) -> None:
+def test_event_scope_errors(store: Store, clock: FakeClock) -> None:
     """ES-03 (lead rule): empty scope -> Invalid; unknown Event or Scope -> NotFound."""
     tx(store, lambda t: [t.put_scope(make_scope("s1")), t.accept_event(make_event("e1"))])
     fails(store, Invalid, lambda t: t.set_event_scope("e1", ""), "ES-03 empty scope")
@@ -357,7 +357,7 @@ def case_event_scope_errors(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.event("e1").scope_id) == "", "ES-03: a refused scope was kept"
 
 
-def case_event_scope_defaults_empty(store: Store, clock: FakeClock) -> None:
+def test_event_scope_defaults_empty(store: Store, clock: FakeClock) -> None:
     """ES-05: an Event accepted on its own has no scope and is listed under ""."""
     tx(store, lambda t: t.accept_event(make_event("e1")))
     stored = tx(store, lambda t: t.event("e1"))

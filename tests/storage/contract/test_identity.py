@@ -37,7 +37,7 @@ from ._helpers import COMPLETED, FAILED, READY, RUNNING, X_COMPLETED, terminate
 # ---------------------------------------------------------------------------------
 
 
-def case_empty_ids_rejected(store: Store, clock: FakeClock) -> None:
+def test_empty_ids_rejected(store: Store, clock: FakeClock) -> None:
     """ID-02: every record with an empty ID is refused with Invalid and nothing is
     written."""
     start_attempt(store)
@@ -70,7 +70,7 @@ def case_empty_ids_rejected(store: Store, clock: FakeClock) -> None:
     assert "" not in tx(store, listed), "ID-02: a record with an empty ID was stored"
 
 
-def case_five_primitives(store: Store, clock: FakeClock) -> None:
+def test_five_primitives(store: Store, clock: FakeClock) -> None:
     """ID-01, O-06: a Tx writes exactly five primitives (Work, Event, Execution,
     Timer/Wait, Scope); leases, outcomes, routes and keys are fields changed through
     them, and there is no direct wake operation."""
@@ -98,7 +98,7 @@ def case_five_primitives(store: Store, clock: FakeClock) -> None:
     assert extra == [], f"O-06/ID-13: a Tx exposes a wake or Work delete: {extra}"
 
 
-def case_ids_stored_verbatim(store: Store, clock: FakeClock) -> None:
+def test_ids_stored_verbatim(store: Store, clock: FakeClock) -> None:
     """ID-02: caller-allocated IDs are stored verbatim, never generated or normalised."""
     work_id, scope_id, execution_id, event_id = (
         " Work/\u00dcn\u00efcode 1 ",
@@ -129,7 +129,7 @@ def case_ids_stored_verbatim(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_ids_never_reused(store: Store, clock: FakeClock) -> None:
+def test_ids_never_reused(store: Store, clock: FakeClock) -> None:
     """ID-03: creating a Work or Execution whose ID exists, even terminal, conflicts."""
     start_attempt(store)
     tx(store, lambda t: terminate(t, "x1", X_COMPLETED, COMPLETED))
@@ -150,7 +150,7 @@ def case_ids_never_reused(store: Store, clock: FakeClock) -> None:
     assert get_execution(store, "x1").work_id == "w1", "ID-03: the Execution was replaced"
 
 
-def case_create_if_absent(store: Store, clock: FakeClock) -> None:
+def test_create_if_absent(store: Store, clock: FakeClock) -> None:
     """ID-04: revision 0 creates with revision 1; revision 0 on an existing ID
     conflicts and leaves the record unchanged."""
     (created,) = put_works(store, make_work("w1"))
@@ -164,7 +164,7 @@ def case_create_if_absent(store: Store, clock: FakeClock) -> None:
     assert get_work(store, "w1") == created, "ID-04: a refused create changed the record"
 
 
-def case_revisions(store: Store, clock: FakeClock) -> None:
+def test_revisions(store: Store, clock: FakeClock) -> None:
     """Scenario "revisions" (ID-04, ID-05, SC-01, T-06): exact revision or Conflict,
     +1 per write, retry with re-read state succeeds; for Work, Scope, Execution and
     Timer."""
@@ -204,7 +204,7 @@ def case_revisions(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.timer("t1")) == t2, "revisions: a stale update changed the Timer"
 
 
-def case_update_check_order(store: Store, clock: FakeClock) -> None:
+def test_update_check_order(store: Store, clock: FakeClock) -> None:
     """ID-05, ID-11 (lead rule): an update is checked for a missing record (NotFound),
     then its revision (Conflict), then the transition/immutability rules (Invalid)."""
     fails(
@@ -263,7 +263,7 @@ def case_update_check_order(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_backend_owned_fields_ignored(store: Store, clock: FakeClock) -> None:
+def test_backend_owned_fields_ignored(store: Store, clock: FakeClock) -> None:
     """ID-06, Q-08: revision, timestamps and latest_executor in the input are ignored;
     created time is the creating tx's now and never changes; updated time is the
     writing tx's now."""
@@ -312,7 +312,7 @@ def _try_mutate(fn: Callable[[], object]) -> None:
         fn()
 
 
-def case_copy_isolation(store: Store, clock: FakeClock) -> None:
+def test_copy_isolation(store: Store, clock: FakeClock) -> None:
     """Scenario "copy isolation" (ID-07, KV-04, SC-04): mutating a caller object after
     the write, or a returned record, map or list, never changes stored state."""
     config: dict[str, Any] = {"retries": 3, "labels": ["a", "b"]}

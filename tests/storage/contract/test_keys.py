@@ -29,7 +29,7 @@ from ._helpers import CANCELLED, COMPLETED, FAILED, RUNNING
 # ---------------------------------------------------------------------------------
 
 
-def case_key_parts_nonempty(store: Store, clock: FakeClock) -> None:
+def test_key_parts_nonempty(store: Store, clock: FakeClock) -> None:
     """CK-01: a key with an empty source or external ID is Invalid, on create and on
     attach."""
     fails(
@@ -54,7 +54,7 @@ def case_key_parts_nonempty(store: Store, clock: FakeClock) -> None:
     assert get_work(store, "w1").keys == (key("1"),), "CK-01: an empty key was attached"
 
 
-def case_key_lookup(store: Store, clock: FakeClock) -> None:
+def test_key_lookup(store: Store, clock: FakeClock) -> None:
     """CK-02, EV-07: lookup by each key returns the owning Work, also once it is
     terminal; an unowned key is NotFound."""
     k1, k2 = key("1"), key("2", source="gitlab.corp")
@@ -69,7 +69,7 @@ def case_key_lookup(store: Store, clock: FakeClock) -> None:
     assert tx(store, owners) == ["w1", "w1"], "CK-02: a terminal Work lost its keys"
 
 
-def case_key_owned_elsewhere_conflicts(store: Store, clock: FakeClock) -> None:
+def test_key_owned_elsewhere_conflicts(store: Store, clock: FakeClock) -> None:
     """CK-03: creating or attaching a key owned by another Work conflicts, whatever
     that Work's scope or state."""
     tx(store, lambda t: [t.put_scope(make_scope("s1")), t.put_scope(make_scope("s2"))])
@@ -102,7 +102,7 @@ def case_key_owned_elsewhere_conflicts(store: Store, clock: FakeClock) -> None:
     assert get_work(store, "w3").keys == (), "CK-03: a foreign key was attached"
 
 
-def case_key_conflict_is_atomic(store: Store, clock: FakeClock) -> None:
+def test_key_conflict_is_atomic(store: Store, clock: FakeClock) -> None:
     """CK-04: a create or attach naming one free and one owned key stores neither the
     Work nor the free key."""
     k_free, k_owned, k3 = key("free"), key("owned"), key("k3")
@@ -138,7 +138,7 @@ def case_key_conflict_is_atomic(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_key_append_keeps_order(store: Store, clock: FakeClock) -> None:
+def test_key_append_keeps_order(store: Store, clock: FakeClock) -> None:
     """CK-05, Q-02: appended keys keep attach order, the first key (and the source it
     defines) is stable, and re-listing owned keys is a no-op."""
     k1, k2, k3 = key("1", source="gitlab.corp"), key("2"), key("3", source="jira.acme")
@@ -153,7 +153,7 @@ def case_key_append_keeps_order(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.work_by_key(k3).id) == "w1", "CK-05: an appended key is unowned"
 
 
-def case_keys_cannot_be_removed(store: Store, clock: FakeClock) -> None:
+def test_keys_cannot_be_removed(store: Store, clock: FakeClock) -> None:
     """CK-06: an update that omits or reorders existing keys is Invalid."""
     k1, k2 = key("1"), key("2")
     (w,) = put_works(store, make_work("w1", keys=[k1, k2]))
@@ -167,7 +167,7 @@ def case_keys_cannot_be_removed(store: Store, clock: FakeClock) -> None:
     assert get_work(store, "w1") == w, "CK-06: a key was removed or reordered"
 
 
-def case_keys_never_transfer(store: Store, clock: FakeClock) -> None:
+def test_keys_never_transfer(store: Store, clock: FakeClock) -> None:
     """CK-07, ID-13: a key never moves to another Work, even from terminal Work, and
     nothing can be attached to terminal Work."""
     k = key("1")
@@ -190,7 +190,7 @@ def case_keys_never_transfer(store: Store, clock: FakeClock) -> None:
     fails(store, NotFound, lambda t: t.work_by_key(key("2")), "CK-07 key attached to terminal")
 
 
-def case_concurrent_key_ownership(store: Store, clock: FakeClock) -> None:
+def test_concurrent_key_ownership(store: Store, clock: FakeClock) -> None:
     """Scenario "concurrent key ownership" (CK-08, T-06): two concurrent transactions
     creating different Works with the same key: exactly one commits, the other gets
     Conflict."""

@@ -14,7 +14,7 @@ from ..support import Crash, FakeClock, crashes, fails, ids, make_event, start_a
 # ---------------------------------------------------------------------------------
 
 
-def case_kv_basics(store: Store, clock: FakeClock) -> None:
+def test_kv_basics(store: Store, clock: FakeClock) -> None:
     """KV-01, KV-02 (resolution): get/put/delete scoped by namespace; empty
     namespace or key is Invalid; get of an absent key is NotFound; delete of an
     absent key is fine."""
@@ -39,7 +39,7 @@ def case_kv_basics(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.kv_get("other", "k")) == b"two", "KV-01: other namespace lost"
 
 
-def case_kv_list_prefix(store: Store, clock: FakeClock) -> None:
+def test_kv_list_prefix(store: Store, clock: FakeClock) -> None:
     """KV-03: list by prefix returns only that namespace's keys with the prefix,
     sorted by key."""
 
@@ -64,7 +64,7 @@ def case_kv_list_prefix(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.kv_list("empty-ns")) == [], "KV-03: unknown namespace not empty"
 
 
-def case_kv_joins_transaction(store: Store, clock: FakeClock) -> None:
+def test_kv_joins_transaction(store: Store, clock: FakeClock) -> None:
     """KV-05, L-08: KV writes roll back with their transaction, and executor KV
     writes are fenced by the lease."""
     tx(store, lambda t: t.kv_put("ns", "k", b"v1"))
@@ -86,7 +86,7 @@ def case_kv_joins_transaction(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.kv_get("exec/x1", "state")) == b"a", "KV-05: fenced KV write kept"
 
 
-def case_kv_checkpoints(store: Store, clock: FakeClock) -> None:
+def test_kv_checkpoints(store: Store, clock: FakeClock) -> None:
     """Scenario "KV checkpoints" (KV-06, CP-01): reconciliation stores observation
     and cursor keys with the resulting Events in one transaction; a cursor never
     advances without its Events."""
@@ -118,7 +118,7 @@ def case_kv_checkpoints(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_kv_value_limit(store: Store, clock: FakeClock) -> None:
+def test_kv_value_limit(store: Store, clock: FakeClock) -> None:
     """KV-07, KV-04 (resolution 25): values must be bytes of at most
     KV_VALUE_LIMIT; larger values are Invalid."""
     tx(store, lambda t: t.kv_put("ns", "max", b"x" * KV_VALUE_LIMIT))

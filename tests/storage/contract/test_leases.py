@@ -43,7 +43,7 @@ from ._helpers import (
 # ---------------------------------------------------------------------------------
 
 
-def case_claim_rules(store: Store, clock: FakeClock) -> None:
+def test_claim_rules(store: Store, clock: FakeClock) -> None:
     """L-04, L-05 (resolution 15): claim needs a nonempty owner and a future expiry,
     a nonterminal Work and attempt; it moves both to running with owner, expiry and
     epoch 1; any live lease, even the same owner's, conflicts."""
@@ -81,7 +81,7 @@ def case_claim_rules(store: Store, clock: FakeClock) -> None:
     fails(store, Invalid, lambda t: t.claim("x1", "runner-a", t.now + TTL), "L-04 terminal attempt")
 
 
-def case_concurrent_claims(store: Store, clock: FakeClock) -> None:
+def test_concurrent_claims(store: Store, clock: FakeClock) -> None:
     """Scenario "concurrent claims" (L-05, L-14): two threads claiming the same
     pending attempt at once: exactly one wins, the other gets Conflict."""
     put_works(store, make_work("w1"))
@@ -105,7 +105,7 @@ def case_concurrent_claims(store: Store, clock: FakeClock) -> None:
     assert (x.owner, x.epoch) == (winners[0], 1), f"concurrent claims: stored lease is {x}"
 
 
-def case_lease_expiry(store: Store, clock: FakeClock) -> None:
+def test_lease_expiry(store: Store, clock: FakeClock) -> None:
     """Scenario "lease expiry" (L-03, L-06, L-07): a lease is live until now <
     expires_at; at now == expires_at it has expired: its transactions are fenced and
     another owner may claim with a higher epoch."""
@@ -136,7 +136,7 @@ def case_lease_expiry(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_lease_recovery(store: Store, clock: FakeClock) -> None:
+def test_lease_recovery(store: Store, clock: FakeClock) -> None:
     """Scenario "lease recovery" (L-06, X-11): after expiry the same attempt is
     claimed again, even by the same owner string, with a higher epoch and its
     original start time; the old lease stays fenced."""
@@ -157,7 +157,7 @@ def case_lease_recovery(store: Store, clock: FakeClock) -> None:
     tx(store, lambda t: t.put_work(replace(t.work("w1"), context=payload())), lease=lease_of(x))
 
 
-def case_lease_renew(store: Store, clock: FakeClock) -> None:
+def test_lease_renew(store: Store, clock: FakeClock) -> None:
     """Scenario "lease renew" (L-10): renew extends a live lease under the same
     authority; an earlier expiry is Invalid; a wrong owner/epoch or an expired lease
     is Fenced."""
@@ -183,7 +183,7 @@ def case_lease_renew(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_lease_release(store: Store, clock: FakeClock) -> None:
+def test_lease_release(store: Store, clock: FakeClock) -> None:
     """Scenario "lease release" (L-11): release checks authority, clears owner and
     expiry, keeps the epoch and the running state; a later claim recovers the same
     attempt with a higher epoch."""
@@ -215,7 +215,7 @@ def case_lease_release(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_guard_lease_verified_before_callback(store: Store, clock: FakeClock) -> None:
+def test_guard_lease_verified_before_callback(store: Store, clock: FakeClock) -> None:
     """L-07: a Guard lease is checked before the callback runs: wrong owner, wrong
     epoch, unknown attempt, non-running attempt or terminal Work -> Fenced and the
     callback is not called."""
@@ -245,7 +245,7 @@ def case_guard_lease_verified_before_callback(store: Store, clock: FakeClock) ->
     assert calls == ["called"], "L-07: the callback ran for a terminal Work"
 
 
-def case_fencing_covers_every_write(store: Store, clock: FakeClock) -> None:
+def test_fencing_covers_every_write(store: Store, clock: FakeClock) -> None:
     """L-08, KV-05: a stale lease fences Work/context writes, emitted Events,
     outcomes, timers and KV; nothing is written."""
     lease = start_attempt(store)
@@ -263,7 +263,7 @@ def case_fencing_covers_every_write(store: Store, clock: FakeClock) -> None:
     assert inventory(store, "exec") == before, "L-08: a fenced write was kept"
 
 
-def case_put_execution_ignores_lease_fields(store: Store, clock: FakeClock) -> None:
+def test_put_execution_ignores_lease_fields(store: Store, clock: FakeClock) -> None:
     """L-09 (resolution 16): put_execution ignores supplied owner, epoch, expiry and
     start/finish times and keeps the stored ones."""
     start_attempt(store)
@@ -286,7 +286,7 @@ def case_put_execution_ignores_lease_fields(store: Store, clock: FakeClock) -> N
     assert get_execution(store, "x1") == written, "L-09: stored attempt differs from returned"
 
 
-def case_resumed_attempt_drops_its_waiting_outcome(store: Store, clock: FakeClock) -> None:
+def test_resumed_attempt_drops_its_waiting_outcome(store: Store, clock: FakeClock) -> None:
     """O-03, O-06, X-07: a parked attempt resumed by Claim is running, which has no
     outcome, so its waiting outcome is cleared and a same-state write (attaching an
     artifact, say) is accepted."""

@@ -60,7 +60,7 @@ from ._helpers import (
 # ---------------------------------------------------------------------------------
 
 
-def case_new_work_must_be_ready(store: Store, clock: FakeClock) -> None:
+def test_new_work_must_be_ready(store: Store, clock: FakeClock) -> None:
     """W-07 (resolution 2): a new Work is created ready; any other initial state is
     Invalid; ready Work may stay ready without attempts."""
     for state in (RUNNING, WAITING, COMPLETED, FAILED, CANCELLED):
@@ -77,7 +77,7 @@ def case_new_work_must_be_ready(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.executions("w1")) == [], "W-07: storage scheduled an attempt"
 
 
-def case_work_transition_refused_leaves_record(store: Store, clock: FakeClock) -> None:
+def test_work_transition_refused_leaves_record(store: Store, clock: FakeClock) -> None:
     """W-01, W-02, W-03: ready -> waiting/completed and waiting -> completed are Invalid
     and leave the record unchanged; the allowed moves succeed."""
     (w,) = put_works(store, make_work("w1"))
@@ -95,7 +95,7 @@ def case_work_transition_refused_leaves_record(store: Store, clock: FakeClock) -
     assert w.state == COMPLETED, "W-02: an allowed transition chain failed"
 
 
-def case_work_same_state_write(store: Store, clock: FakeClock) -> None:
+def test_work_same_state_write(store: Store, clock: FakeClock) -> None:
     """W-05: same-state writes on nonterminal Work are allowed, check the revision
     and advance it."""
     (w,) = put_works(store, make_work("w1"))
@@ -115,7 +115,7 @@ def case_work_same_state_write(store: Store, clock: FakeClock) -> None:
         w = again
 
 
-def case_terminal_work_is_immutable(store: Store, clock: FakeClock) -> None:
+def test_terminal_work_is_immutable(store: Store, clock: FakeClock) -> None:
     """W-04: terminal Work refuses any write, even same-state or a field change."""
     for n, final in enumerate((COMPLETED, FAILED, CANCELLED)):
         work_id = f"w{n}"
@@ -133,7 +133,7 @@ def case_terminal_work_is_immutable(store: Store, clock: FakeClock) -> None:
         assert get_work(store, work_id) == done, f"W-04: terminal {final} Work was changed"
 
 
-def case_unknown_work_state_refused(store: Store, clock: FakeClock) -> None:
+def test_unknown_work_state_refused(store: Store, clock: FakeClock) -> None:
     """W-06: an unknown Work state is Invalid, on create and on update."""
     bogus = cast(WorkState, "paused")
     fails(store, Invalid, lambda t: t.put_work(make_work("w1", state=bogus)), "W-06 create")
@@ -147,7 +147,7 @@ def case_unknown_work_state_refused(store: Store, clock: FakeClock) -> None:
 # ---------------------------------------------------------------------------------
 
 
-def case_execution_create_rules(store: Store, clock: FakeClock) -> None:
+def test_execution_create_rules(store: Store, clock: FakeClock) -> None:
     """X-08 (resolution 2): a new Execution is pending and names an existing,
     nonterminal Work."""
     put_works(store, make_work("w1"), make_work("done"))
@@ -179,7 +179,7 @@ def case_execution_create_rules(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.executions()) == [created], "X-08: a refused attempt was stored"
 
 
-def case_execution_running_only_via_claim(store: Store, clock: FakeClock) -> None:
+def test_execution_running_only_via_claim(store: Store, clock: FakeClock) -> None:
     """X-01: pending -> running and parked -> running through put_execution are
     Invalid; claim does both."""
     put_works(store, make_work("w1"))
@@ -212,7 +212,7 @@ def _to_state(store: Store, execution_id: str, state: ExecutionState) -> Executi
     return get_execution(store, execution_id)
 
 
-def case_execution_allowed_moves(store: Store, clock: FakeClock) -> None:
+def test_execution_allowed_moves(store: Store, clock: FakeClock) -> None:
     """X-02, X-03, X-04: pending -> cancelled; running -> parked, completed, failed,
     waiting, handoff, cancelled; parked -> failed, cancelled."""
     moves = [
@@ -233,7 +233,7 @@ def case_execution_allowed_moves(store: Store, clock: FakeClock) -> None:
         )
 
 
-def case_execution_refused_moves(store: Store, clock: FakeClock) -> None:
+def test_execution_refused_moves(store: Store, clock: FakeClock) -> None:
     """X-05, X-06: moves outside the table are Invalid and change nothing, terminal
     attempts included."""
     refused = [
@@ -268,7 +268,7 @@ def case_execution_refused_moves(store: Store, clock: FakeClock) -> None:
         )
 
 
-def case_execution_same_state_write(store: Store, clock: FakeClock) -> None:
+def test_execution_same_state_write(store: Store, clock: FakeClock) -> None:
     """X-07 (resolution 3): same-state writes on pending, running and parked attempts
     are allowed with a revision check (e.g. attaching an artifact reference)."""
     ref = ArtifactRef(id="art-1", size=12, media_type="text/plain", sha256="ab" * 32)
@@ -291,7 +291,7 @@ def case_execution_same_state_write(store: Store, clock: FakeClock) -> None:
     assert get_execution(store, "x1").artifacts == (ref,), "X-07: artifact ref lost"
 
 
-def case_attempt_numbering(store: Store, clock: FakeClock) -> None:
+def test_attempt_numbering(store: Store, clock: FakeClock) -> None:
     """X-09: attempts start at 1 and advance by 1 without gaps."""
     put_works(store, make_work("w1"))
     for bad in (0, 2, -1):
@@ -315,7 +315,7 @@ def case_attempt_numbering(store: Store, clock: FakeClock) -> None:
     assert attempts == [1, 2], f"X-09: attempts are not gapless: {attempts}"
 
 
-def case_one_live_attempt(store: Store, clock: FakeClock) -> None:
+def test_one_live_attempt(store: Store, clock: FakeClock) -> None:
     """X-10: creating an attempt while another pending, running or parked attempt of
     the same Work exists conflicts."""
     put_works(store, make_work("w1"))
@@ -336,7 +336,7 @@ def case_one_live_attempt(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.live_executions("w1"))) == ["x2"], "X-10: live attempts"
 
 
-def case_execution_times(store: Store, clock: FakeClock) -> None:
+def test_execution_times(store: Store, clock: FakeClock) -> None:
     """X-11: the first claim sets started_at; later claims keep it; a terminal write
     sets finished_at; pending, running and parked have none."""
     put_works(store, make_work("w1"))
@@ -365,7 +365,7 @@ def case_execution_times(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_unknown_execution_state_refused(store: Store, clock: FakeClock) -> None:
+def test_unknown_execution_state_refused(store: Store, clock: FakeClock) -> None:
     """X-06: an unknown Execution state is Invalid."""
     put_works(store, make_work("w1"))
     x = tx(store, lambda t: t.put_execution(make_execution("x1")))
@@ -374,7 +374,7 @@ def case_unknown_execution_state_refused(store: Store, clock: FakeClock) -> None
     assert get_execution(store, "x1") == x, "X-06: an unknown Execution state was stored"
 
 
-def case_execution_update_check_order(store: Store, clock: FakeClock) -> None:
+def test_execution_update_check_order(store: Store, clock: FakeClock) -> None:
     """ID-05, O-01..O-03 (lead rule): put_execution checks an update for a missing
     record (NotFound), then its revision (Conflict, even when the outcome is also
     invalid), then the rules (Invalid); every refusal leaves the record unchanged."""

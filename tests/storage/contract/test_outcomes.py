@@ -78,7 +78,7 @@ def _running(store: Store, n: int) -> Execution:
     return get_execution(store, execution_id)
 
 
-def case_outcome_kind_valid(store: Store, clock: FakeClock) -> None:
+def test_outcome_kind_valid(store: Store, clock: FakeClock) -> None:
     """O-01: an outcome kind outside completed/failed/waiting/handoff is Invalid."""
     x = _running(store, 1)
     bogus = Outcome(cast(OutcomeKind, "exploded"))
@@ -91,7 +91,7 @@ def case_outcome_kind_valid(store: Store, clock: FakeClock) -> None:
     assert get_execution(store, "x1") == x, "O-01: an unknown outcome kind was stored"
 
 
-def case_outcome_matches_state(store: Store, clock: FakeClock) -> None:
+def test_outcome_matches_state(store: Store, clock: FakeClock) -> None:
     """O-02, O-03, O-04: completed/failed/handoff need their outcome; parked and
     terminal waiting need a waiting outcome; pending, running and cancelled have
     none."""
@@ -133,7 +133,7 @@ def case_outcome_matches_state(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_outcome_round_trip(store: Store, clock: FakeClock) -> None:
+def test_outcome_round_trip(store: Store, clock: FakeClock) -> None:
     """O-07, X-11: outcome content is opaque and round-trips unchanged."""
     x = _running(store, 1)
     done = Outcome(OutcomeKind.FAILED, "exit status 3", Payload("conduit.exit", RAW_JSON))
@@ -141,7 +141,7 @@ def case_outcome_round_trip(store: Store, clock: FakeClock) -> None:
     assert get_execution(store, "x1").outcome == done, "O-07: the outcome did not round-trip"
 
 
-def case_park_and_terminal_release_authority(store: Store, clock: FakeClock) -> None:
+def test_park_and_terminal_release_authority(store: Store, clock: FakeClock) -> None:
     """O-05: parking or ending an attempt clears owner and expiry, keeps the epoch,
     and the old lease is then fenced."""
     for n, state in enumerate((X_PARKED, X_WAITING, X_COMPLETED, X_FAILED, X_HANDOFF)):
@@ -166,7 +166,7 @@ def case_park_and_terminal_release_authority(store: Store, clock: FakeClock) -> 
 # ---------------------------------------------------------------------------------
 
 
-def case_failed_attempt_does_not_fail_work(store: Store, clock: FakeClock) -> None:
+def test_failed_attempt_does_not_fail_work(store: Store, clock: FakeClock) -> None:
     """R-01: an attempt failing leaves its Work's state alone; storage never
     cascades."""
     start_attempt(store)
@@ -174,7 +174,7 @@ def case_failed_attempt_does_not_fail_work(store: Store, clock: FakeClock) -> No
     assert stored_state(store, "w1") == RUNNING, "R-01: a failed attempt changed its Work"
 
 
-def case_retry_transaction_is_atomic(store: Store, clock: FakeClock) -> None:
+def test_retry_transaction_is_atomic(store: Store, clock: FakeClock) -> None:
     """R-02: failed attempt + MarkRouted + Work running->ready + backoff Timer commit
     together; a failure injected after the last step leaves none of them."""
     start_attempt(store)
@@ -205,7 +205,7 @@ def case_retry_transaction_is_atomic(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_attempt_exhaustion(store: Store, clock: FakeClock) -> None:
+def test_attempt_exhaustion(store: Store, clock: FakeClock) -> None:
     """Scenario "attempt exhaustion" (R-03, X-09, X-10, O-06): after the last
     automatic attempt fails the Work stays ready with no timer; an operator retry (a
     core.manual Event, then retry_work and MarkRouted) creates attempt N+1 with the
@@ -256,7 +256,7 @@ def case_attempt_exhaustion(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_terminal_failure_policy(store: Store, clock: FakeClock) -> None:
+def test_terminal_failure_policy(store: Store, clock: FakeClock) -> None:
     """R-04, R-09: the failed attempt and Work -> failed commit in one tx; retry of
     failed Work is refused; a successor needs distinct keys."""
     from storage.control import retry_work
@@ -278,7 +278,7 @@ def case_terminal_failure_policy(store: Store, clock: FakeClock) -> None:
     assert successor.state == READY, "R-09: a successor with a distinct key was refused"
 
 
-def case_retry_work_rules(store: Store, clock: FakeClock) -> None:
+def test_retry_work_rules(store: Store, clock: FakeClock) -> None:
     """R-03, R-05 (lead rule): retry_work needs nonterminal Work without a live
     attempt (Conflict otherwise) and returns it to ready with attempt N+1."""
     from storage.control import retry_work
@@ -294,7 +294,7 @@ def case_retry_work_rules(store: Store, clock: FakeClock) -> None:
     assert stored_state(store, "w1") == READY, "retry rules: retried Work is not ready"
 
 
-def case_handoff_and_wait_outcomes(store: Store, clock: FakeClock) -> None:
+def test_handoff_and_wait_outcomes(store: Store, clock: FakeClock) -> None:
     """Scenario "handoff/wait outcomes" (R-05, O-04, O-06, WT-09): handoff ends the
     attempt and returns Work to ready (not completed); terminal waiting is woken by
     attempt N+1; parked is woken by a new claim of the same attempt."""
@@ -368,7 +368,7 @@ def _waiting_work_with_timers(store: Store, clock: FakeClock) -> LeaseRef:
     return lease
 
 
-def case_cancel_work(store: Store, clock: FakeClock) -> None:
+def test_cancel_work(store: Store, clock: FakeClock) -> None:
     """R-06: cancel_work cancels the nonterminal attempt, cancels active waits,
     deletes the Work's timers and cancels the Work, in one transaction; a failure
     after it leaves everything as it was."""
@@ -405,7 +405,7 @@ def case_cancel_work(store: Store, clock: FakeClock) -> None:
     assert get_execution(store, "x3").state == X_CANCELLED, "R-06: pending attempt not cancelled"
 
 
-def case_cancellation_fencing(store: Store, clock: FakeClock) -> None:
+def test_cancellation_fencing(store: Store, clock: FakeClock) -> None:
     """Scenario "cancellation fencing" (R-07, L-07, O-05): after a cancel commits, a
     transaction guarded by the old lease is Fenced before its callback runs; a stale
     completion cannot reverse the cancellation."""
@@ -439,7 +439,7 @@ def case_cancellation_fencing(store: Store, clock: FakeClock) -> None:
     ), "cancellation fencing: a stale writer reversed the cancellation"
 
 
-def case_cancel_terminal_work_refused(store: Store, clock: FakeClock) -> None:
+def test_cancel_terminal_work_refused(store: Store, clock: FakeClock) -> None:
     """R-08: cancelling terminal Work is Invalid and changes nothing."""
     from storage.control import cancel_work
 

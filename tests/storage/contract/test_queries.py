@@ -280,7 +280,7 @@ def _check_set_execution_executor(store: Store) -> None:
     assert _query(store, WorkQuery(executor="shell")) == ["wb"], "work queries: executor shell"
 
 
-def case_work_queries_select_order_page_and_count(store: Store, clock: FakeClock) -> None:
+def test_work_queries_select_order_page_and_count(store: Store, clock: FakeClock) -> None:
     """Named case work_queries_select_order_page_and_count (Q-01..Q-11): each filter
     alone and combined on a mixed fixture, both orders by creation and update time
     with ties across time zones broken by ID, keyset paging in both directions,
@@ -295,41 +295,41 @@ def case_work_queries_select_order_page_and_count(store: Store, clock: FakeClock
     _check_set_execution_executor(store)
 
 
-def case_query_filters(store: Store, clock: FakeClock) -> None:
+def test_query_filters(store: Store, clock: FakeClock) -> None:
     """Q-01, Q-02: each WorkQuery filter alone, and combined with AND."""
     _query_fixture(store, clock)
     _check_query_filters(store)
 
 
-def case_query_orders_across_time_zones(store: Store, clock: FakeClock) -> None:
+def test_query_orders_across_time_zones(store: Store, clock: FakeClock) -> None:
     """Q-03, Q-04: creation/update order to the nanosecond, ties by ID, both
     directions; UTC and +02:00 inputs denote the same instant."""
     _query_fixture(store, clock)
     _check_query_orders(store)
 
 
-def case_query_keyset_paging(store: Store, clock: FakeClock) -> None:
+def test_query_keyset_paging(store: Store, clock: FakeClock) -> None:
     """Q-05: keyset pages after a WorkKey walk every match once, in every order,
     including across time ties."""
     _query_fixture(store, clock)
     _check_query_paging(store)
 
 
-def case_query_counts_and_facets(store: Store, clock: FakeClock) -> None:
+def test_query_counts_and_facets(store: Store, clock: FakeClock) -> None:
     """Q-06, Q-07 (resolution 12): count_works ignores paging; each facet dimension
     sums to the count."""
     _query_fixture(store, clock)
     _check_counts_and_facets(store)
 
 
-def case_latest_executor_kept_by_storage(store: Store, clock: FakeClock) -> None:
+def test_latest_executor_kept_by_storage(store: Store, clock: FakeClock) -> None:
     """Q-08, Q-11: storage keeps Work.latest_executor from the newest attempt,
     ignores a writer's value, and an update leaving executor empty keeps it."""
     _query_fixture(store, clock)
     _check_latest_executor_kept_by_storage(store)
 
 
-def case_set_execution_executor_write_once(store: Store, clock: FakeClock) -> None:
+def test_set_execution_executor_write_once(store: Store, clock: FakeClock) -> None:
     """Q-09, Q-10: set_execution_executor sets an empty executor once (same value
     no-op, other Conflict, empty Invalid) and updates Work.latest_executor only for
     the latest attempt."""
@@ -337,7 +337,7 @@ def case_set_execution_executor_write_once(store: Store, clock: FakeClock) -> No
     _check_set_execution_executor(store)
 
 
-def case_new_attempt_sets_latest_executor(store: Store, clock: FakeClock) -> None:
+def test_new_attempt_sets_latest_executor(store: Store, clock: FakeClock) -> None:
     """Q-08 (lead rule): registering an attempt sets its Work's latest_executor
     without bumping the Work's revision."""
     (w,) = put_works(store, make_work("w1"))
@@ -352,7 +352,7 @@ def case_new_attempt_sets_latest_executor(store: Store, clock: FakeClock) -> Non
     )
 
 
-def case_query_matches_select_works(store: Store, clock: FakeClock) -> None:
+def test_query_matches_select_works(store: Store, clock: FakeClock) -> None:
     """Q-13: the backend's query_works, count_works and work_facets agree with the
     reference storage.select_works/select_facets over works()."""
     _query_fixture(store, clock)

@@ -55,7 +55,7 @@ INVALID_DOTTED = [
 INVALID_JSON = [b"{not json", b"", b'{"a": 1', b"\xff\xfe", b"[1,]"]
 
 
-def case_dotted_identifiers(store: Store, clock: FakeClock) -> None:
+def test_dotted_identifiers(store: Store, clock: FakeClock) -> None:
     """ID-08 (resolution 1): Work kind, Event type and payload schema are dotted
     identifiers; malformed ones are Invalid, valid ones are stored exactly."""
 
@@ -89,7 +89,7 @@ def case_dotted_identifiers(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_payload_json_round_trip(store: Store, clock: FakeClock) -> None:
+def test_payload_json_round_trip(store: Store, clock: FakeClock) -> None:
     """ID-09, ID-10, O-07: payloads need a dotted schema and valid JSON bytes; valid
     bytes round-trip byte for byte; an absent payload stays absent."""
 
@@ -136,7 +136,7 @@ def case_payload_json_round_trip(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_work_fixed_fields(store: Store, clock: FakeClock) -> None:
+def test_work_fixed_fields(store: Store, clock: FakeClock) -> None:
     """ID-11: Work kind, scope and parent are fixed at creation; changing any is
     Invalid and leaves the record unchanged."""
     tx(store, lambda t: [t.put_scope(make_scope("s1")), t.put_scope(make_scope("s2"))])
@@ -153,7 +153,7 @@ def case_work_fixed_fields(store: Store, clock: FakeClock) -> None:
     assert get_work(store, "w1") == w, "ID-11: a refused kind/scope/parent change was applied"
 
 
-def case_work_parent_and_scope_must_exist(store: Store, clock: FakeClock) -> None:
+def test_work_parent_and_scope_must_exist(store: Store, clock: FakeClock) -> None:
     """ID-12: a Work's parent must exist (NotFound) and not be itself (Invalid); a
     parent created earlier in the same tx counts; a named scope must exist."""
     fails(
@@ -176,7 +176,7 @@ def case_work_parent_and_scope_must_exist(store: Store, clock: FakeClock) -> Non
     )
 
 
-def case_terminal_work_is_a_tombstone(store: Store, clock: FakeClock) -> None:
+def test_terminal_work_is_a_tombstone(store: Store, clock: FakeClock) -> None:
     """ID-13, CK-02: terminal Work stays readable and keeps owning its keys; the API
     has no Work delete."""
     k = key("issue-1")

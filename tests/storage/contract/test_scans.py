@@ -32,7 +32,7 @@ from ._helpers import CANCELLED, FAILED, READY, X_CANCELLED, X_FAILED, inventory
 # ---------------------------------------------------------------------------------
 
 
-def case_lists_sorted_by_id(store: Store, clock: FakeClock) -> None:
+def test_lists_sorted_by_id(store: Store, clock: FakeClock) -> None:
     """EN-01: scopes, Work, attempts, timers and waits list sorted by ID; execution,
     timer and wait scans filtered by Work return only that Work's rows."""
     for scope_id in ("s3", "s1", "s2"):
@@ -70,7 +70,7 @@ def case_lists_sorted_by_id(store: Store, clock: FakeClock) -> None:
     }, f"EN-01: lists are not sorted by ID or not filtered by Work: {tx(store, lists)}"
 
 
-def case_event_scan_paging(store: Store, clock: FakeClock) -> None:
+def test_event_scan_paging(store: Store, clock: FakeClock) -> None:
     """EN-02 (resolution 29): exclusive cursor, ascending, limit caps, 0 is no limit,
     negative limit is Invalid, for every event scan."""
     tx(store, lambda t: [t.accept_event(make_event(f"e{n}", work_id="w1")) for n in range(1, 6)])
@@ -109,7 +109,7 @@ def case_event_scan_paging(store: Store, clock: FakeClock) -> None:
         fails(store, Invalid, scan, f"EN-02 negative limit on {what}")
 
 
-def case_unrouted_scan(store: Store, clock: FakeClock) -> None:
+def test_unrouted_scan(store: Store, clock: FakeClock) -> None:
     """EN-03: the unrouted scan lists only Events without a routing checkpoint, with
     the same paging."""
     put_works(store, make_work("w1"))
@@ -127,7 +127,7 @@ def case_unrouted_scan(store: Store, clock: FakeClock) -> None:
     assert scans == (["e1", "e4"], ["e4"]), f"EN-03: unrouted scan returned {scans}"
 
 
-def case_work_events_follow_naming_and_routing(store: Store, clock: FakeClock) -> None:
+def test_work_events_follow_naming_and_routing(store: Store, clock: FakeClock) -> None:
     """Named case work_events_follow_naming_and_routing (EN-04): a Work's Events are
     exactly those naming it or routed to it, each once, in acceptance order."""
     k1 = key("1")
@@ -171,7 +171,7 @@ def case_work_events_follow_naming_and_routing(store: Store, clock: FakeClock) -
     assert paged == ["e3"], f"work events: paging returned {paged}"
 
 
-def case_live_reads_follow_state(store: Store, clock: FakeClock) -> None:
+def test_live_reads_follow_state(store: Store, clock: FakeClock) -> None:
     """Named case live_reads_follow_state (EN-06, EN-07, WT-11): live_works,
     live_executions and active_waits follow every state change in the same commit."""
 
@@ -223,9 +223,7 @@ def case_live_reads_follow_state(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.waits())) == ["wt1"], "live reads: history was dropped"
 
 
-def case_recovery_inventory(
-    store: Store, clock: FakeClock, reopen: Callable[[], Store] | None = None
-) -> None:
+def test_recovery_inventory(store: Store, clock: FakeClock, reopen: Callable[[], Store]) -> None:
     """Scenario "recovery inventory" (EN-10, EN-01, EN-06): after reopening, the store
     enumerates the same scopes, Work, attempts, timers, waits, Events and KV, and
     recovery can go on from that inventory alone."""
@@ -248,7 +246,7 @@ def case_recovery_inventory(
 
     tx(store, build, lease=lease)
     before = inventory(store, "ns")
-    reopened = reopen() if reopen is not None else store
+    reopened = reopen()
     after = inventory(reopened, "ns")
     assert after == before, "recovery inventory: the reopened store enumerates other records"
 
@@ -270,7 +268,7 @@ def case_recovery_inventory(
     )
 
 
-def case_find_events_filters_pages_and_orders(store: Store, clock: FakeClock) -> None:
+def test_find_events_filters_pages_and_orders(store: Store, clock: FakeClock) -> None:
     """EN-02, EN-08 (the operator's search): find_events selects by sequence window,
     sources, types, recorded scopes, Work (named or routed) and unrouted, combined with
     AND, ascending or newest first, and limits; cursors are exclusive."""

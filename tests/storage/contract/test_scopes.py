@@ -13,7 +13,7 @@ from ..support import FakeClock, fails, ids, make_scope, make_work, tx
 # ---------------------------------------------------------------------------------
 
 
-def case_scope_round_trip(store: Store, clock: FakeClock) -> None:
+def test_scope_round_trip(store: Store, clock: FakeClock) -> None:
     """SC-01, SC-04, SC-05: a Scope keeps parent, routes, bindings (with PassEnv),
     opaque config and secret references unchanged, with no workspace needed."""
     scope = Scope(
@@ -42,7 +42,7 @@ def case_scope_round_trip(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.scopes())) == ["s-child", "s-root"], "EN-01: scopes()"
 
 
-def case_scope_parent_must_exist(store: Store, clock: FakeClock) -> None:
+def test_scope_parent_must_exist(store: Store, clock: FakeClock) -> None:
     """SC-02: a Scope whose parent does not exist is refused, on create and update."""
     fails(
         store,
@@ -60,7 +60,7 @@ def case_scope_parent_must_exist(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.scopes()) == [s1], "SC-02: a Scope with a missing parent stored"
 
 
-def case_parent_cycles(store: Store, clock: FakeClock) -> None:
+def test_parent_cycles(store: Store, clock: FakeClock) -> None:
     """Scenario "parent cycles" (SC-03, ID-12): Scope updates forming a cycle (self,
     A->B->A, longer) are Invalid and change nothing; an acyclic reparent is allowed;
     a Work cannot be its own parent."""

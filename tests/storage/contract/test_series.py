@@ -70,7 +70,7 @@ def _finish(
     at(store, when, fn)
 
 
-def case_work_series_counts_each_state_by_updated_bucket(store: Store, clock: FakeClock) -> None:
+def test_work_series_counts_each_state_by_updated_bucket(store: Store, clock: FakeClock) -> None:
     """Work per state by the bucket of its update time: inclusive low edge, exclusive
     high edge, nothing outside the axis, the query's filters applied."""
     tx(store, _scopes)
@@ -134,7 +134,7 @@ def case_work_series_counts_each_state_by_updated_bucket(store: Store, clock: Fa
     assert got["paging ignored"] == got["terminal"], "work_series ignores order and limit"
 
 
-def case_event_series_counts_acceptance_times_by_recorded_scope(
+def test_event_series_counts_acceptance_times_by_recorded_scope(
     store: Store, clock: FakeClock
 ) -> None:
     """Events by the bucket of their acceptance time, any scope or those recorded in
@@ -173,7 +173,7 @@ def case_event_series_counts_acceptance_times_by_recorded_scope(
     }, "event_series counts Events by acceptance time (not occurred_at) and recorded Scope"
 
 
-def case_attempt_series_counts_each_attempt_once_at_its_first_claim(
+def test_attempt_series_counts_each_attempt_once_at_its_first_claim(
     store: Store, clock: FakeClock
 ) -> None:
     """Attempts by the bucket of their first claim: a resumed attempt is not counted
@@ -230,7 +230,7 @@ def case_attempt_series_counts_each_attempt_once_at_its_first_claim(
     }, "attempt_series counts attempts once, at the first claim, by their Work's Scope"
 
 
-def case_exhausted_work_has_had_an_attempt_and_nothing_will_run_it(
+def test_exhausted_work_has_had_an_attempt_and_nothing_will_run_it(
     store: Store, clock: FakeClock
 ) -> None:
     """Exhausted: ready, at least one attempt, no live attempt, no Timer. Listed in
@@ -281,7 +281,7 @@ def case_exhausted_work_has_had_an_attempt_and_nothing_will_run_it(
     }, "exhausted = ready with an attempt, none live, no Timer (fresh, queued, retrying are not)"
 
 
-def case_work_query_selects_any_of_scopes_and_updated_before(
+def test_work_query_selects_any_of_scopes_and_updated_before(
     store: Store, clock: FakeClock
 ) -> None:
     """``scope_ids`` (any of, ANDed with ``scope_id``) and ``updated_before``
@@ -325,7 +325,7 @@ def case_work_query_selects_any_of_scopes_and_updated_before(
     }, "scope_ids selects any of the Scopes, updated_before is exclusive"
 
 
-def case_dashboard_reads_refuse_bad_axes_and_work_in_a_view(store: Store, clock: FakeClock) -> None:
+def test_dashboard_reads_refuse_bad_axes_and_work_in_a_view(store: Store, clock: FakeClock) -> None:
     """A series needs 1..MAX_BUCKETS buckets of positive width from a nonnegative
     start, and a sequence of Scope IDs (Invalid otherwise); every dashboard read is a
     read, so it answers inside a View the same as inside a transaction."""
@@ -373,7 +373,7 @@ def case_dashboard_reads_refuse_bad_axes_and_work_in_a_view(store: Store, clock:
     assert storage.view(store, None, everything) == in_tx, "the dashboard reads differ in a View"
 
 
-def case_find_events_selects_an_acceptance_window(store: Store, clock: FakeClock) -> None:
+def test_find_events_selects_an_acceptance_window(store: Store, clock: FakeClock) -> None:
     """find_events' received_since (inclusive) and received_before (exclusive) select
     by acceptance time, with every other filter and both orders: the Events behind an
     event_series bucket."""

@@ -18,7 +18,7 @@ def _tick(n: int) -> Event:
     return make_event(f"tick-{n}", source="core.timer", type="schedule.tick")
 
 
-def case_timer_fire_fills_times(store: Store, clock: FakeClock) -> None:
+def test_timer_fire_fills_times(store: Store, clock: FakeClock) -> None:
     """TM-01: fire accepts the template with occurred_at = the due time and
     received_at = tx.now."""
     due = clock() + seconds(60)
@@ -35,7 +35,7 @@ def case_timer_fire_fills_times(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.event("tick-1")) == fired, "TM-01: fired Event not stored"
 
 
-def case_timer_one_shot(store: Store, clock: FakeClock) -> None:
+def test_timer_one_shot(store: Store, clock: FakeClock) -> None:
     """Scenario "timer one-shot" (TM-02): firing without next accepts the Event and
     removes the timer in the same transaction; it cannot fire again."""
     timer = tx(store, lambda t: t.put_timer(make_timer("t1", t.now, template=_tick(1))))
@@ -56,7 +56,7 @@ def case_timer_one_shot(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.events())) == ["tick-1"], "timer one-shot: fired twice"
 
 
-def case_timer_rearm(store: Store, clock: FakeClock) -> None:
+def test_timer_rearm(store: Store, clock: FakeClock) -> None:
     """TM-03, TM-09: fire with next rearms the same timer ID (revision + 1); next
     must be later than the fired due time and carry another Event identity; an
     already overdue next time is allowed."""
@@ -87,7 +87,7 @@ def case_timer_rearm(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.due_timers(clock()))) == ["t1"], "TM-09: overdue not due"
 
 
-def case_timer_template_identity(store: Store, clock: FakeClock) -> None:
+def test_timer_template_identity(store: Store, clock: FakeClock) -> None:
     """TM-04: a timer (created, updated or rearmed) whose template reuses an accepted
     Event identity, by ID or by (source, delivery_id), conflicts."""
     tx(store, lambda t: t.accept_event(_tick(1)))
@@ -116,7 +116,7 @@ def case_timer_template_identity(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.timer("t1")) == timer, "TM-04: a refused timer write was kept"
 
 
-def case_timer_early_and_stale_fire(store: Store, clock: FakeClock) -> None:
+def test_timer_early_and_stale_fire(store: Store, clock: FakeClock) -> None:
     """TM-05: firing before the due time is Invalid; a stale revision conflicts; an
     unknown timer is NotFound."""
     due = clock() + seconds(60)
@@ -131,7 +131,7 @@ def case_timer_early_and_stale_fire(store: Store, clock: FakeClock) -> None:
     tx(store, lambda t: t.fire_timer("t1", updated.revision))  # due exactly now: fires
 
 
-def case_timer_rollback(store: Store, clock: FakeClock) -> None:
+def test_timer_rollback(store: Store, clock: FakeClock) -> None:
     """Scenario "timer rollback" (TM-06, KV-06): a fire and its KV cursor update
     commit together; a rolled-back fire leaves timer, Event and cursor unchanged."""
     timer = tx(store, lambda t: t.put_timer(make_timer("t1", t.now, template=_tick(1))))
@@ -157,7 +157,7 @@ def case_timer_rollback(store: Store, clock: FakeClock) -> None:
     assert cast(Any, rearmed).revision == timer.revision + 1, "timer rollback: not rearmed"
 
 
-def case_timer_recreation(store: Store, clock: FakeClock) -> None:
+def test_timer_recreation(store: Store, clock: FakeClock) -> None:
     """Scenario "timer recreation" (TM-07, TM-08): revisions stay monotonic across
     delete and recreate, so an old fire or delete command cannot touch the
     replacement."""
@@ -189,7 +189,7 @@ def case_timer_recreation(store: Store, clock: FakeClock) -> None:
     assert fired.id == "tick-3", "timer recreation: the replacement did not fire"
 
 
-def case_timer_create_and_update(store: Store, clock: FakeClock) -> None:
+def test_timer_create_and_update(store: Store, clock: FakeClock) -> None:
     """TM-08, ID-04 (lead rule): revision 0 on an existing timer conflicts; update
     needs the current revision; unknown delete is NotFound."""
     timer = tx(store, lambda t: t.put_timer(make_timer("t1", t.now, template=_tick(1))))
@@ -203,7 +203,7 @@ def case_timer_create_and_update(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.timers()) == [timer], "TM-08: a refused timer write was kept"
 
 
-def case_due_timers(store: Store, clock: FakeClock) -> None:
+def test_due_timers(store: Store, clock: FakeClock) -> None:
     """TM-01, TM-09 (lead rule): due_timers(now, limit) lists timers with fire_at <=
     now, earliest first, ties by ID; storage fires nothing on its own."""
     base = clock()

@@ -54,13 +54,13 @@ from ._helpers import RUNNING, WAITING, WRITE_OPERATIONS, X_PARKED, inventory
 # ---------------------------------------------------------------------------------
 
 
-def case_transact_is_the_only_write_path(store: Store, clock: FakeClock) -> None:
+def test_transact_is_the_only_write_path(store: Store, clock: FakeClock) -> None:
     """T-01: the store itself has no write operation; writes need a live Tx."""
     exposed = [name for name in WRITE_OPERATIONS if hasattr(store, name)]
     assert exposed == [], f"T-01: the store exposes writes outside transact: {exposed}"
 
 
-def case_callback_runs_once(store: Store, clock: FakeClock) -> None:
+def test_callback_runs_once(store: Store, clock: FakeClock) -> None:
     """T-02: the callback runs exactly once per transact: on success, on a callback
     error, on a failure at commit and on cancellation; no transparent retries."""
     start_attempt(store)
@@ -95,7 +95,7 @@ def case_callback_runs_once(store: Store, clock: FakeClock) -> None:
     assert calls == ["ok", "error", "commit", "cancel"], f"T-02: callback calls were {calls}"
 
 
-def case_callback_error_rolls_back(store: Store, clock: FakeClock) -> None:
+def test_callback_error_rolls_back(store: Store, clock: FakeClock) -> None:
     """T-03, T-10: a storage error returned (raised) by the callback rolls back every
     earlier write and transact raises that same error."""
     put_works(store, make_work("w1"))
@@ -117,7 +117,7 @@ def case_callback_error_rolls_back(store: Store, clock: FakeClock) -> None:
     assert inventory(store) == before, "T-03: writes before a callback error were committed"
 
 
-def case_panic_rollback(store: Store, clock: FakeClock) -> None:
+def test_panic_rollback(store: Store, clock: FakeClock) -> None:
     """Scenario "panic rollback" (T-04, T-09): an exception from the callback after
     writes of every kind rolls all of them back and propagates unchanged."""
     put_works(store, make_work("w0", keys=[key("0")]))
@@ -142,7 +142,7 @@ def case_panic_rollback(store: Store, clock: FakeClock) -> None:
     fails(store, NotFound, lambda t: t.work_by_key(key("0b")), "panic rollback: key attached")
 
 
-def case_cancellation_rollback(store: Store, clock: FakeClock) -> None:
+def test_cancellation_rollback(store: Store, clock: FakeClock) -> None:
     """Scenario "cancellation rollback" (T-05): a cancel token fired inside the
     callback, or a passed deadline, raises Cancelled and commits nothing."""
     put_works(store, make_work("w0"))
@@ -173,7 +173,7 @@ def case_cancellation_rollback(store: Store, clock: FakeClock) -> None:
         assert inventory(store, "ns") == before, f"cancellation rollback: {what} committed"
 
 
-def case_stale_read_modify_write_conflicts(store: Store, clock: FakeClock) -> None:
+def test_stale_read_modify_write_conflicts(store: Store, clock: FakeClock) -> None:
     """T-06, ID-05: two concurrent writers updating the revision they both read: one
     commits, the other gets Conflict, and a retry with re-read state succeeds."""
     (w,) = put_works(store, make_work("w1"))
@@ -194,7 +194,7 @@ def case_stale_read_modify_write_conflicts(store: Store, clock: FakeClock) -> No
     assert retried.revision == 3, "T-06: retry with re-read state did not commit"
 
 
-def case_tx_closed_after_return(store: Store, clock: FakeClock) -> None:
+def test_tx_closed_after_return(store: Store, clock: FakeClock) -> None:
     """T-08: a Tx used after its transact returned raises TxClosed."""
     put_works(store, make_work("w1"))
     leaked: Tx = tx(store, lambda t: t)
@@ -203,7 +203,7 @@ def case_tx_closed_after_return(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.works())) == ["w1"], "T-08: a leaked Tx wrote"
 
 
-def case_nested_transact_refused(store: Store, clock: FakeClock) -> None:
+def test_nested_transact_refused(store: Store, clock: FakeClock) -> None:
     """T-08: transact inside a callback raises TxClosed (run in a thread so a
     deadlocking backend fails instead of hanging)."""
 
@@ -225,7 +225,7 @@ def case_nested_transact_refused(store: Store, clock: FakeClock) -> None:
     assert "w2" not in ids(tx(store, lambda t: t.works())), "T-08: a nested transaction wrote"
 
 
-def case_tx_refused_from_other_thread(store: Store, clock: FakeClock) -> None:
+def test_tx_refused_from_other_thread(store: Store, clock: FakeClock) -> None:
     """T-08: using a Tx from another thread raises TxClosed."""
     put_works(store, make_work("w1"))
 
@@ -239,7 +239,7 @@ def case_tx_refused_from_other_thread(store: Store, clock: FakeClock) -> None:
     assert ids(tx(store, lambda t: t.works())) == ["w1"], "T-08: another thread wrote via a Tx"
 
 
-def case_everything_in_one_transaction(store: Store, clock: FakeClock) -> None:
+def test_everything_in_one_transaction(store: Store, clock: FakeClock) -> None:
     """T-09: Event acceptance, Work create/correlate/update, route progress, attempt
     create/claim, Wait registration, Timer and KV writes commit together."""
     put_works(store, make_work("w0"))
@@ -273,7 +273,7 @@ def case_everything_in_one_transaction(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_swallowed_error_leaves_no_partial_effect(store: Store, clock: FakeClock) -> None:
+def test_swallowed_error_leaves_no_partial_effect(store: Store, clock: FakeClock) -> None:
     """T-10 (resolution 6): an operation that raises has no effect; a callback that
     swallows the error can go on and commit its other writes."""
     put_works(store, make_work("owner", keys=[key("owned")]))
@@ -294,7 +294,7 @@ def case_swallowed_error_leaves_no_partial_effect(store: Store, clock: FakeClock
     assert ids(tx(store, lambda t: t.works())) == ["owner", "w2"], "T-10: failed create stored"
 
 
-def case_now_is_fixed_for_the_transaction(store: Store, clock: FakeClock) -> None:
+def test_now_is_fixed_for_the_transaction(store: Store, clock: FakeClock) -> None:
     """T-11, L-01: tx.now is fixed for a transaction; every timestamp it writes is
     that value even when the clock moves during the callback."""
 
@@ -314,7 +314,7 @@ def case_now_is_fixed_for_the_transaction(store: Store, clock: FakeClock) -> Non
     assert stamps == [now] * 4, f"T-11: timestamps of one transaction differ: {stamps}"
 
 
-def case_now_never_decreases(store: Store, clock: FakeClock) -> None:
+def test_now_never_decreases(store: Store, clock: FakeClock) -> None:
     """L-02, resolution 11: tx.now = max(clock, last committed now), so a clock that
     steps back never moves trusted time backwards; Guard.clock overrides the clock."""
     clock.advance(seconds=10)

@@ -88,7 +88,7 @@ def _attempt_every_write(t: Tx, lease: LeaseRef) -> list[str]:
     return accepted
 
 
-def case_view_reads_committed_state_alongside_writes(store: Store, clock: FakeClock) -> None:
+def test_view_reads_committed_state_alongside_writes(store: Store, clock: FakeClock) -> None:
     """Named case view_reads_committed_state_alongside_writes (V-01..V-05, V-07): a
     View started while a write is held open completes without seeing it; every write
     in a View is refused with ReadOnly and nothing is kept; two reads in one View
@@ -157,7 +157,7 @@ def case_view_reads_committed_state_alongside_writes(store: Store, clock: FakeCl
     assert "w-late" in viewer.view(lambda t: ids(t.works())), "View missed committed state"
 
 
-def case_read_only_wrapper(store: Store, clock: FakeClock) -> None:
+def test_read_only_wrapper(store: Store, clock: FakeClock) -> None:
     """V-02: storage.read_only(tx) refuses every write with ReadOnly and passes
     reads through."""
     lease = _view_fixture(store)
@@ -174,7 +174,7 @@ def case_read_only_wrapper(store: Store, clock: FakeClock) -> None:
     assert inventory(store, "ns") == before, "V-02: a read_only(tx) write was kept"
 
 
-def case_views_run_concurrently(store: Store, clock: FakeClock) -> None:
+def test_views_run_concurrently(store: Store, clock: FakeClock) -> None:
     """V-03: two Views can be open at once."""
     assert isinstance(store, Viewer), "view: the store is not a Viewer"
     viewer = cast(Viewer, store)
@@ -195,7 +195,7 @@ def case_views_run_concurrently(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_view_helper_without_viewer(store: Store, clock: FakeClock) -> None:
+def test_view_helper_without_viewer(store: Store, clock: FakeClock) -> None:
     """V-05: storage.view over a store without View runs a transaction whose writes
     are refused and nothing is kept."""
     lease = _view_fixture(store)

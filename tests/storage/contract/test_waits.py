@@ -55,7 +55,7 @@ def _parked_with_wait(store: Store, **wait_fields: Any) -> Wait:
     return tx(store, lambda t: t.wait("wt1"))
 
 
-def case_wait_registration_round_trip(store: Store, clock: FakeClock) -> None:
+def test_wait_registration_round_trip(store: Store, clock: FakeClock) -> None:
     """WT-01: a registered Wait keeps Work, attempt, key and type filters, boundary,
     timeout timer, description and owner; it starts active at revision 1."""
     tx(store, lambda t: t.accept_event(make_event("before")))
@@ -78,7 +78,7 @@ def case_wait_registration_round_trip(store: Store, clock: FakeClock) -> None:
     assert (wait.state, wait.revision) == (WaitState.ACTIVE, 1), "WT-01: new Wait not active/1"
 
 
-def case_wait_must_join_park(store: Store, clock: FakeClock) -> None:
+def test_wait_must_join_park(store: Store, clock: FakeClock) -> None:
     """WT-02 (resolution 19): a Wait registered without its attempt parked (or in
     terminal waiting) and its Work waiting in the same transaction fails the whole
     transaction with Invalid at commit."""
@@ -109,7 +109,7 @@ def case_wait_must_join_park(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_wait_registration_validation(store: Store, clock: FakeClock) -> None:
+def test_wait_registration_validation(store: Store, clock: FakeClock) -> None:
     """WT-01, WT-03, WT-04, ID-08 (lead rule): a new Wait is active; its Work and
     attempt exist and belong together; its keys are owned by that Work; its types
     are dotted; a named timeout timer exists."""
@@ -137,7 +137,7 @@ def case_wait_registration_validation(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.waits()) == [], "WT-03: a refused Wait was stored"
 
 
-def case_wait_fields_immutable(store: Store, clock: FakeClock) -> None:
+def test_wait_fields_immutable(store: Store, clock: FakeClock) -> None:
     """WT-05: keys, types, boundary, timeout, description and owner cannot change."""
     wait = _parked_with_wait(store)
     tx(store, lambda t: t.put_timer(make_timer("t-other", t.now + seconds(60), work_id="w1")))
@@ -155,7 +155,7 @@ def case_wait_fields_immutable(store: Store, clock: FakeClock) -> None:
     assert tx(store, lambda t: t.wait("wt1")) == wait, "WT-05: an immutable Wait field changed"
 
 
-def case_wait_progress_needs_owner(store: Store, clock: FakeClock) -> None:
+def test_wait_progress_needs_owner(store: Store, clock: FakeClock) -> None:
     """WT-06: while active, progress may change only on a Wait with an owner."""
     wait = _parked_with_wait(store)
     updated = tx(store, lambda t: t.put_wait(replace(wait, progress="2 of 3 approvals")))
@@ -178,7 +178,7 @@ def case_wait_progress_needs_owner(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_wait_state_changes_once(store: Store, clock: FakeClock) -> None:
+def test_wait_state_changes_once(store: Store, clock: FakeClock) -> None:
     """WT-07, WT-08: active -> woken needs a stored Event (empty Invalid, unknown
     NotFound); active -> cancelled; progress is kept; woken and cancelled Waits are
     immutable."""
@@ -213,7 +213,7 @@ def case_wait_state_changes_once(store: Store, clock: FakeClock) -> None:
     )
 
 
-def case_wait_park_wake(store: Store, clock: FakeClock) -> None:
+def test_wait_park_wake(store: Store, clock: FakeClock) -> None:
     """Scenario "wait park/wake" (WT-09, O-06): the wake transaction records the
     winning Event, deletes the timeout timer, claims the parked attempt and updates
     Work, all together; a failure in it leaves everything parked."""
@@ -256,7 +256,7 @@ def case_wait_park_wake(store: Store, clock: FakeClock) -> None:
     assert wait.timeout_timer_id == "t-timeout", "wait park/wake: fixture lost its timeout"
 
 
-def case_wait_timer_cancellation(store: Store, clock: FakeClock) -> None:
+def test_wait_timer_cancellation(store: Store, clock: FakeClock) -> None:
     """Scenario "wait timer cancellation" (WT-04, WT-09, WT-10): the timeout timer
     fires and wins: its Event wakes the Wait and the attempt is failed in one
     transaction; the losing wake then conflicts. Separately, a timeout timer deleted
@@ -297,7 +297,7 @@ def case_wait_timer_cancellation(store: Store, clock: FakeClock) -> None:
     assert cancelled.state == WaitState.CANCELLED, "WT-04: Wait with a deleted timer stuck"
 
 
-def case_wait_history_listed(store: Store, clock: FakeClock) -> None:
+def test_wait_history_listed(store: Store, clock: FakeClock) -> None:
     """WT-11, EN-06: woken and cancelled Waits stay listed by waits(); only
     active_waits() drops them."""
     _parked_with_wait(store)

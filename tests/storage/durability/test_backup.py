@@ -30,7 +30,7 @@ from storage.backup import (
 )
 from storage.orm import OrmStore
 
-from .backup_support import (
+from ..support.backup import (
     AFTER_RESTORE,
     RUN_RECORDS,
     WRITER,
@@ -40,8 +40,8 @@ from .backup_support import (
     publish,
     small_bundle,
 )
-from .fixtures.sqlite_files import run_on
-from .proc import finish, spawn
+from ..support.fixtures.sqlite_files import run_on
+from ..support.proc import finish, spawn
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),

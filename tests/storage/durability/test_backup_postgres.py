@@ -28,7 +28,7 @@ from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
 from storage.backup import DUMP, MANIFEST, create_pg_backup
 
-from .backup_support import (
+from ..support.backup import (
     AFTER_RESTORE,
     RUN_RECORDS,
     WRITER,
@@ -38,7 +38,7 @@ from .backup_support import (
     publish,
     small_bundle,
 )
-from .proc import PRELUDE, ROOT, finish, spawn
+from ..support.proc import PRELUDE, ROOT, finish, spawn
 
 pytestmark = [
     pytest.mark.postgres_only,

@@ -19,7 +19,7 @@ from storage.backfill import (
 )
 from storage.core import BaseTx
 
-from .support import (
+from ..support import (
     get_execution,
     get_work,
     key,

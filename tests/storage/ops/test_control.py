@@ -18,7 +18,7 @@ from storage import (
     seconds,
 )
 
-from .support import (
+from ..support import (
     FakeClock,
     fails,
     get_execution,

@@ -30,7 +30,7 @@ from storage import (
 )
 from storage.orm import OrmStore
 
-from .support import FakeClock
+from ..support import FakeClock
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),

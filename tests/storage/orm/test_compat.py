@@ -30,16 +30,7 @@ from storage import (
 )
 from storage.runs import RunQuery, RunRecord
 
-from .fixtures.sqlite_files import (
-    copy_database,
-    current_database,
-    file_digest,
-    load_fixture,
-    read_meta,
-    run_on,
-    set_meta,
-)
-from .support import (
+from ..support import (
     FakeClock,
     key,
     make_event,
@@ -51,6 +42,15 @@ from .support import (
     park,
     payload,
     tx,
+)
+from ..support.fixtures.sqlite_files import (
+    copy_database,
+    current_database,
+    file_digest,
+    load_fixture,
+    read_meta,
+    run_on,
+    set_meta,
 )
 
 sqlite_db = pytest.mark.django_db(transaction=True, databases=["default", "view"])

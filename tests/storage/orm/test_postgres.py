@@ -28,8 +28,8 @@ from storage import Conflict, Guard, NotFound, ReadOnly, Tx, Unavailable, Work
 from storage.orm import WRITERS_LOCK, OrmStore, translate_errors
 from storage.pg import pg_dump_snapshot, pg_dump_with, pg_restore_dump
 
-from .proc import finish, spawn, wait_for
-from .support import BLOCK_TIMEOUT, FakeClock, Worker, make_work, payload
+from ..support import BLOCK_TIMEOUT, FakeClock, Worker, make_work, payload
+from ..support.proc import finish, spawn, wait_for
 
 pytestmark = [
     pytest.mark.postgres_only,

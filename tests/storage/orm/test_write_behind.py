@@ -29,7 +29,7 @@ from storage import (
 )
 from storage.orm import OrmStore
 
-from .support import (
+from ..support import (
     FakeClock,
     key,
     make_event,

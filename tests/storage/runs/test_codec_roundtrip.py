@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from storage.errors import Invalid
 from storage.runs import AttemptState, RunRecord, decode, encode
 
-from .runs_support import RECORDS, valid_record
+from ..support.runs import RECORDS, valid_record
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

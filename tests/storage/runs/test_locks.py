@@ -16,7 +16,7 @@ from storage.orm import WRITERS_LOCK, OrmStore
 from storage.runs import OrmRunStore
 from storage.runs.locks import FileLocks, _flock, _same_file, advisory_key
 
-from .runs_support import ordinary_record
+from ..support.runs import ordinary_record
 
 
 def test_lock_files_are_per_database_and_go_with_their_owner(tmp_path: Path) -> None:

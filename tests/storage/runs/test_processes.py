@@ -16,7 +16,7 @@ from storage import Busy, view
 from storage.orm import OrmStore
 from storage.runs import OrmRunStore, RunQuery
 
-from .proc import finish, release, spawn, wait_for
+from ..support.proc import finish, release, spawn, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),

@@ -17,7 +17,7 @@ from storage.memory import MemoryStore
 from storage.orm import OrmStore
 from storage.runs import RunQuery, StoredRun, encode
 
-from .runs_support import ordinary_record, plant, row
+from ..support.runs import ordinary_record, plant, row
 
 T0 = 1_767_225_600_000_000_001
 

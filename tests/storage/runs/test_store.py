@@ -45,7 +45,7 @@ from storage.runs import (
     encode,
 )
 
-from .runs_support import (
+from ..support.runs import (
     ATTEMPT,
     RAW,
     ROOT,

@@ -23,8 +23,8 @@ from storage.runs import (
 )
 from storage.runs.validate import RULES, Finding, path_key, validate_run
 
-from .runs_support import FIXTURES, RECORDS, valid_record
-from .runs_support import PROVIDES as ANY_PROVIDES
+from ..support.runs import FIXTURES, RECORDS, valid_record
+from ..support.runs import PROVIDES as ANY_PROVIDES
 
 # What the valid record's nodes Provide (the graph definition's side of node-outputs).
 PROVIDES = {
