@@ -6,7 +6,6 @@ CONDUIT_PRODUCTION=true and CONDUIT_SECRET_KEY.
 """
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,10 @@ from conduit.env import (
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-# Under pytest the settings switch to fast, deterministic test behaviour. pytest-django
-# imports this module before any conftest.py runs, so "pytest" in sys.modules is the
-# reliable signal; tests/conftest.py also exports CONDUIT_TESTING=1 so that processes the
-# tests start (which do not import pytest) get the same settings.
-TESTING = env_bool("CONDUIT_TESTING", "pytest" in sys.modules)
+# CONDUIT_TESTING=1 switches to fast, deterministic test behaviour. The test suite sets
+# it explicitly (tests/settings.py, which pytest-django loads) and exports it, so the
+# processes tests start get the same settings.
+TESTING = env_bool("CONDUIT_TESTING", False)
 PRODUCTION = env_bool("CONDUIT_PRODUCTION", False)
 
 DEBUG = env_bool("CONDUIT_DEBUG", not PRODUCTION)

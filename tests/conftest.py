@@ -1,16 +1,10 @@
-"""Test-wide setup.
-
-conduit.settings switches to test behaviour on its own (pytest-django imports it before
-any conftest.py, and it sees pytest loaded). Exporting CONDUIT_TESTING=1 here gives the
-same settings to processes that tests start, which do not import pytest.
+"""Test-wide setup. The test settings (CONDUIT_TESTING=1, exported to the processes tests
+start) are tests/settings.py, which pytest-django loads before any conftest.py.
 """
 
-import os
 from collections.abc import Iterator
 
 import pytest
-
-os.environ["CONDUIT_TESTING"] = "1"
 
 # Tests that prove one engine's mechanism carry its marker; on the other engine they are
 # deselected (reported in the header and the summary), never skipped: the guarantee
