@@ -2,7 +2,7 @@
 and attempts, and exhausted Work.
 
 The reference double answers with these functions; the SQL backend must agree with
-them (the shared cases in tests/storage/cases/series.py and the differential test).
+them (the contract tests in tests/storage/contract/test_series.py and the differential test).
 
 - ``work_series``: Work matching a WorkQuery's filters (its order, cursor and limit
   play no part), counted per state by the bucket its ``updated_at`` falls in. A

@@ -1,7 +1,7 @@
 """Run IDs, the rows the backends keep for run records, and the meaning of a ``RunQuery``.
 
 The reference double answers ``run_records`` with ``select_run_rows`` over its rows; the
-SQL backend must agree with it for every query (``tests/storage/test_run_queries.py``).
+SQL backend must agree with it for every query (``tests/storage/runs/test_queries.py``).
 """
 
 from __future__ import annotations
