@@ -1,5 +1,7 @@
-"""Helpers shared by the storage contract cases: a fake clock, record builders and
-small transaction wrappers.
+"""Support of the storage suite. This module: the helpers the contract tests and most
+others share (a fake clock, record builders and small transaction wrappers). Beside it:
+``runs`` (run-record fixtures and strategies), ``backup`` (the backup tests' helpers),
+``proc`` (child processes on the test database) and ``fixtures`` (data files).
 
 Every case drives a store only through ``Store.transact`` (and ``view`` where the case
 is about views), so the same case runs unchanged against the reference double and the
