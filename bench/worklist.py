@@ -30,11 +30,11 @@ def measure(reps: int) -> dict[str, Any]:
     from django.http import QueryDict
     from django.test import Client
 
-    from console.dashboard import WINDOWS, read_dashboard
-    from console.filters import parse_work_filter
-    from console.reads import read_work_list
+    from console.dashboard.reads import WINDOWS, read_dashboard
     from console.scopes import subtree
     from console.stores import get_store
+    from console.works.filters import parse_work_filter
+    from console.works.reads import read_work_list
     from storage import WorkQuery, WorkState, view
 
     store = get_store()
@@ -63,7 +63,7 @@ def measure(reps: int) -> dict[str, Any]:
         "admin_filtered": f"{ADMIN}?{filtered}",
         "work_page": f"/works/{work_id}",
         "work_page_newest": f"/works/{newest}",
-        # The dashboards (console/dashboard.py): everything, and a Scope tree, over the
+        # The dashboards (console/dashboard/reads.py): everything, and a Scope tree, over the
         # default day and the widest window.
         "dashboard": "/dashboard",
         "dashboard_7d": "/dashboard?window=7d",

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 OPERATORS_GROUP = "operators"
@@ -28,8 +29,9 @@ def is_operator(user: AbstractBaseUser | AnonymousUser) -> bool:
         return True
     cached = getattr(user, "_console_is_operator", None)
     if cached is None:
-        cached = user.groups.filter(name=OPERATORS_GROUP).exists()  # type: ignore[union-attr]
-        user._console_is_operator = cached  # type: ignore[union-attr]
+        # PermissionsMixin's ``groups``: the stubs type the user as AbstractBaseUser.
+        cached = user.groups.filter(name=OPERATORS_GROUP).exists()  # type: ignore[attr-defined]
+        setattr(user, "_console_is_operator", cached)  # noqa: B010 (a per-request memo)
     return bool(cached)
 
 
@@ -60,12 +62,14 @@ def refusal(request: HttpRequest) -> HttpResponse | None:
     return render(request, "console/error.html", context, status=403)
 
 
-def operator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def operator_required(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
     """Refuse (403 page) unless the user is an operator and the console is writable.
     Place under ``login_required`` so anonymous visitors are sent to sign in first."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         refused = refusal(request)
         if refused is not None:
             return refused

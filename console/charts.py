@@ -82,7 +82,7 @@ def columns(
     scale = plot_h / peak if peak else 0.0
     segments: list[Segment] = []
     for i in range(count):
-        base = HEIGHT - BOTTOM
+        base: float = HEIGHT - BOTTOM
         x = LEFT + i * slot + slot * GAP / 2
         for s in series:
             value = s.values[i]
@@ -114,7 +114,7 @@ def columns(
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class BarItem:
     """One bar to draw: its label, count, the list it opens ("" when no list shows
     exactly this row, e.g. Work without a Scope), a CSS class suffix and, for a
     Scope, the label's own link (its dashboard)."""
@@ -128,11 +128,11 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    row: Row
+    row: BarItem
     share: float  # 0..100, of the longest bar
 
 
-def bars(rows: Sequence[Row], limit: int = 0) -> tuple[list[Bar], int]:
+def bars(rows: Sequence[BarItem], limit: int = 0) -> tuple[list[Bar], int]:
     """Horizontal bars, largest first when ``limit`` cuts the list (the number of
     rows left out is returned beside them)."""
     chosen = list(rows)

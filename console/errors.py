@@ -14,6 +14,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 from storage import (
@@ -50,9 +51,9 @@ def error_page(request: HttpRequest, status: int, title: str, message: str) -> H
     return response
 
 
-def storage_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def storage_errors(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             return view(request, *args, **kwargs)
         except StorageError as exc:

@@ -190,7 +190,8 @@ def read_only() -> bool:
 _SECTIONS = {
     "home": "work",
     "work_detail": "work",
-    "work_action": "work",
+    "cancel_work": "work",
+    "retry_work": "work",
     "bulk_action": "work",
     "events": "events",
     "event_detail": "events",

@@ -6,7 +6,7 @@ import json
 
 from django import template
 
-from console.runtree import FindingLike, RunTree, anchor
+from console.runs.tree import FindingLike, RunTree, anchor
 
 register = template.Library()
 

@@ -6,8 +6,9 @@ import re
 import pytest
 
 import storage
-from console import actions, reads
+from console import actions
 from console.actions import MANUAL_SOURCE, Action, do_bulk, new_token
+from console.operate import reads
 from console.stores import get_store
 from storage import WorkState
 from tests.console import factories as f
@@ -153,3 +154,10 @@ def test_do_bulk_skips_missing_works_with_the_reason(alice):
 
     assert [r.work_id for r in summary.done] == ["w1"]
     assert [(s.work_id, s.reason) for s in summary.skipped] == [("ghost", "no such Work")]
+
+
+def test_it_answers_405_to_a_bulk_request_that_is_neither_get_nor_post(as_alice):
+    response = as_alice.put("/actions/bulk?do=cancel-all")
+
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, POST"

@@ -18,9 +18,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from console.dashboard import parse_window, read_dashboard
-from console.filters import parse_since
+from console.dashboard.reads import parse_window, read_dashboard
 from console.stores import get_store
+from console.urlstate import parse_since
 from storage import (
     LIVE_EXECUTION_STATES,
     LIVE_WORK_STATES,
@@ -321,7 +321,7 @@ def test_the_stamp_turns_every_minute_so_time_driven_figures_refresh():
 
 def test_a_poll_with_an_unchanged_store_is_a_204_and_a_change_rerenders(as_alice, monkeypatch):
     # The minute in the stamp must not turn between the two requests here.
-    monkeypatch.setattr("console.dashboard.STAMP_PERIOD", 10**30)
+    monkeypatch.setattr("console.dashboard.reads.STAMP_PERIOD", 10**30)
     f.work("w1")
     page = as_alice.get("/dashboard?window=1h").content.decode()
     stamp = re.search(r'data-stamp="([^"]+)"', page).group(1)

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from console.views import events as event_views
+from console.events import views as event_views
 from tests.console import factories as f
 from tests.console.conftest import DB
 

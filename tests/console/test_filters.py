@@ -5,15 +5,13 @@ from datetime import UTC, datetime
 import pytest
 from django.http import QueryDict
 
-from console.filters import (
+from console.events.filters import parse_event_filter
+from console.urlstate import FilterError, format_key, parse_key
+from console.works.filters import (
     Cursor,
-    FilterError,
     WorkFilter,
     apply_search,
-    format_key,
     parse_cursor,
-    parse_event_filter,
-    parse_key,
     parse_search,
     parse_work_filter,
 )

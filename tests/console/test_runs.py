@@ -96,13 +96,38 @@ def test_filters_select_by_run_id_format_and_updated_window(as_alice):
     assert ids("?q=alpha") == ["checkout/alpha", "alpha/2", "alpha/1"]
     assert ids("?q=alpha&format=1") == ["alpha/2", "alpha/1"]
     assert ids("?format=2") == ["checkout/alpha"]
-    # since is inclusive, before exclusive (alpha/2 was updated at 20:27:40); UTC.
-    assert ids("?since=2026-05-28T20:26:40Z&before=2026-05-28T20:27:40Z") == ["alpha/1"]
-    assert ids("?since=2026-05-28 20:27:40&before=1h") == ["beta/1", "alpha/2"]
+    # since is inclusive, until exclusive (alpha/2 was updated at 20:27:40); UTC.
+    assert ids("?since=2026-05-28T20:26:40Z&until=2026-05-28T20:27:40Z") == ["alpha/1"]
+    assert ids("?since=2026-05-28 20:27:40&until=1h") == ["beta/1", "alpha/2"]
     assert ids("?since=1h") == ["checkout/alpha"]
     html = as_alice.get("/runs?q=alpha&format=1").content.decode()
     assert "<strong>2</strong> run records match the filter" in html
     assert 'href="?format=1" title="Remove"' in html  # the q chip drops only q
+
+
+def test_an_old_bookmark_with_before_still_bounds_the_list_and_links_use_until(as_alice):
+    planted("alpha/1", T0)
+    planted("alpha/2", T0 + 60 * SECOND)
+
+    old = as_alice.get("/runs?before=2026-05-28T20:27:40Z")
+    new = as_alice.get("/runs?until=2026-05-28T20:27:40Z")
+
+    assert old.status_code == new.status_code == 200
+    assert rows_of(old.content.decode()) == rows_of(new.content.decode()) == ["alpha/1"]
+    html = old.content.decode()
+    # The form and the chip carry the bound under its one name from now on.
+    assert 'name="until" value="2026-05-28T20:27:40Z"' in html
+    assert '<span class="chip-name">until:</span>' in html
+    assert 'chip-name">before' not in html
+
+
+def test_until_wins_over_an_old_before_when_a_url_has_both(as_alice):
+    planted("alpha/1", T0)
+    planted("alpha/2", T0 + 60 * SECOND)
+
+    html = as_alice.get("/runs?until=2026-05-28T20:28:40Z&before=2026-05-28T20:27:40Z")
+
+    assert rows_of(html.content.decode()) == ["alpha/2", "alpha/1"]
 
 
 @pytest.mark.parametrize(
@@ -110,6 +135,7 @@ def test_filters_select_by_run_id_format_and_updated_window(as_alice):
     [
         ("?format=3", "Format is one of 1, 2."),
         ("?since=yesterday", "Enter a UTC time"),
+        ("?until=soon", "Enter a UTC time"),
         ("?before=soon", "Enter a UTC time"),
         ("?size=7", "Page size is one of"),
         ("?after=nonsense", "is not a page position"),

@@ -1,14 +1,16 @@
+"""An Execution's artifact, served as a download from the file artifact store."""
+
 from __future__ import annotations
 
 import mimetypes
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse
+from django.http.response import HttpResponseBase
 
 from console.errors import error_page
-from console.http import HtmxHttpRequest
-from console.reads import read_artifact_ref
+from console.http import HtmxHttpRequest, page
+from console.runtime.reads import read_artifact_ref
 from console.stores import get_artifacts
-from console.views.common import page
 from storage import ArtifactError
 from storage.artifacts import ArtifactCorrupt
 
@@ -16,7 +18,7 @@ from storage.artifacts import ArtifactCorrupt
 @page
 def artifact_download(
     request: HtmxHttpRequest, execution_id: str, artifact_id: str
-) -> HttpResponse:
+) -> HttpResponseBase:
     """Stream an artifact attached to this Execution, always as a download: the bytes
     are whatever an executor wrote, so the browser must never render them."""
     ref = read_artifact_ref(execution_id, artifact_id)  # NotFound (404) unless attached

@@ -5,26 +5,17 @@ one consistent snapshot and its query count is fixed by its shape. The "right no
 figures come from live selections only (live Work facets, exhausted Work among the
 ready, live attempts, due Timers), so they cost what is live, not what is retained;
 the time series count index ranges inside the window (``work_series``,
-``event_series``, ``attempt_series``). ``dashboard_context`` turns the figures into
-charts whose every mark links to the list showing exactly what it counts.
+``event_series``, ``attempt_series``). ``console.dashboard.context`` turns the
+figures into charts whose every mark links to the list showing exactly what it counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import urlencode
 
-from django.urls import reverse
-
-import storage
-from console.charts import Row, Series, bars, columns
-from console.filters import EventFilter, FilterError, WorkFilter
-from console.reads import stamp_of
+from console.polling import polled_view
 from console.scopes import Subtree, ancestors, subtree
-from console.stores import get_store
+from console.urlstate import FilterError
 from storage import (
     LIVE_WORK_STATES,
     TERMINAL_WORK_STATES,
@@ -40,12 +31,10 @@ from storage import (
     WorkOrder,
     WorkQuery,
     WorkState,
-    from_ns,
     seconds,
 )
 
 LIST_SIZE = 10  # rows in each "oldest / longest / stuck" list
-KIND_BARS = 8  # kinds and executors shown before "N more"
 # Time-driven changes (a lease expiring, a Timer falling due, a bucket rolling over)
 # happen without a write: a poll re-renders at least once a minute for them.
 STAMP_PERIOD = seconds(60)
@@ -122,11 +111,8 @@ def read_dashboard(
     attempts (1), due Timers (1), and for a Scope its live Work (1, to select its
     attempts and Timers). ``now`` fixes the View's time (tests; default: the clock)."""
 
-    def read(tx: Tx) -> Dashboard | None:
+    def build(tx: Tx, stamp: str) -> Dashboard:
         now = tx.now
-        stamp = f"{stamp_of(tx)}.{now // STAMP_PERIOD}"
-        if stamp == seen:
-            return None
         scopes = tx.scopes()
         scope, tree = None, None
         if scope_id is not None:
@@ -174,7 +160,7 @@ def read_dashboard(
             overdue=sorted(due, key=lambda t: (t.fire_at, t.id)),
         )
 
-    return storage.view(get_store(), now, read)
+    return polled_view(seen, build, now=now, period=STAMP_PERIOD)
 
 
 def _children(scopes: list[Scope], tree: Subtree | None, live: WorkFacets) -> list[tuple[str, int]]:
@@ -190,135 +176,3 @@ def _children(scopes: list[Scope], tree: Subtree | None, live: WorkFacets) -> li
         own = subtree(scopes, child).ids
         out.append((child, sum(n for s, n in live.scope.items() if s in own)))
     return out
-
-
-# ---------------------------------------------------------------- presentation
-
-
-def iso(ns: int) -> str:
-    """A bucket edge for a URL: UTC to the second (edges are whole minutes)."""
-    return from_ns(ns).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _utc(ns: int, fmt: str) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime(fmt)
-
-
-@dataclass(frozen=True, slots=True)
-class Links:
-    """URLs of the lists a dashboard's marks open, all narrowed to its Scope tree."""
-
-    within: str
-
-    def works(self, *states: WorkState, lo: int = 0, hi: int = 0, **more: Any) -> str:
-        f = WorkFilter(states=states, **{"within": self.within, **more})
-        if hi:
-            f = replace(f, since=iso(lo), until=iso(hi))
-        return reverse("home") + f.querystring()
-
-    def events(self, lo: int, hi: int) -> str:
-        f = EventFilter(within=self.within, since=iso(lo), until=iso(hi))
-        return reverse("events") + f.querystring()
-
-    def attempts(self, lo: int, hi: int) -> str:
-        """The attempts first claimed in [lo, hi) (the Executions page's history)."""
-        within = [("within", self.within)] if self.within else []
-        return (
-            reverse("executions")
-            + "?"
-            + urlencode([*within, ("since", iso(lo)), ("until", iso(hi))])
-        )
-
-    def dashboard(self, scope_id: str, window: Window) -> str:
-        base = reverse("dashboard_scope", kwargs={"scope_id": scope_id})
-        return base + (f"?window={window.key}" if window.key != DEFAULT_WINDOW else "")
-
-
-def dashboard_context(d: Dashboard) -> dict[str, object]:
-    """Charts, figures and links of the page (the template only draws them)."""
-    links = Links(d.scope.id if d.scope else "")
-    b, w = d.axis, d.window
-    bounds = [b.bounds(i) for i in range(b.count)]
-    titles = [f"{_utc(lo, w.title_format)} to {_utc(hi, '%H:%M')} UTC" for lo, hi in bounds]
-    ticks = [
-        _utc(lo, w.tick_format) if i % w.tick_every == 0 else "" for i, (lo, _) in enumerate(bounds)
-    ]
-    ended = columns(
-        [
-            Series(s.value, s.value.capitalize(), d.ended[s.value], _bucket(links, bounds, s))
-            for s in (WorkState.COMPLETED, WorkState.FAILED, WorkState.CANCELLED)
-        ],
-        titles,
-        ticks,
-        width=1200,
-    )
-    activity = {
-        "attempts": columns(
-            [
-                Series(
-                    "attempts", "Attempts started", d.attempts, lambda i: links.attempts(*bounds[i])
-                )
-            ],
-            titles,
-            ticks,
-        ),
-        "events": columns(
-            [Series("events", "Events accepted", d.events, lambda i: links.events(*bounds[i]))],
-            titles,
-            ticks,
-        ),
-    }
-    completed, failed = sum(d.ended["completed"]), sum(d.ended["failed"])
-    states = [
-        Row(s.value, d.live.state.get(s.value, 0), links.works(s), s.value) for s in LIVE_ORDER
-    ]
-    states += [
-        Row(s.value, sum(d.ended[s.value]), links.works(s, lo=b.start, hi=b.end), s.value)
-        for s in TERMINAL_ORDER
-    ]
-    live_href = lambda **more: links.works(*LIVE_ORDER, **more)  # noqa: E731
-    kinds = [Row(k, n, live_href(kind=k)) for k, n in d.live.kind.items()]
-    executors = [
-        Row(e or "(none)", n, live_href(executor=e) if e else "")
-        for e, n in d.live.executor.items()
-    ]
-    scopes = [
-        Row(c, n, links.works(*LIVE_ORDER, within=c) if n else "", label_href=links.dashboard(c, w))
-        for c, n in d.children
-    ]
-    if d.unscoped_live:
-        scopes.append(Row("(no scope)", d.unscoped_live, ""))
-    kind_bars, more_kinds = bars(kinds, KIND_BARS)
-    executor_bars, more_executors = bars(executors, KIND_BARS)
-    return {
-        "dash": d,
-        "links": links,
-        "windows": [(v, v.label, v is w) for v in WINDOWS.values()],
-        "ended_chart": ended,
-        "attempts_chart": activity["attempts"],
-        "events_chart": activity["events"],
-        "window_start": b.start,
-        "window_end": b.end,
-        "state_bars": bars(states)[0],
-        "kind_bars": kind_bars,
-        "more_kinds": more_kinds,
-        "executor_bars": executor_bars,
-        "more_executors": more_executors,
-        "scope_bars": bars(scopes)[0],
-        "live_total": sum(d.live.state.values()),
-        "completed": completed,
-        "failed": failed,
-        "failure_rate": round(100 * failed / (completed + failed), 1)
-        if completed + failed
-        else None,
-        "first_failure": d.first_failed.updated_at if d.first_failed else 0,
-        "ended_url": links.works(*TERMINAL_ORDER, lo=b.start, hi=b.end),
-        "failed_url": links.works(WorkState.FAILED, lo=b.start, hi=b.end),
-        "attempts_url": links.attempts(b.start, b.end),
-        "events_url": links.events(b.start, b.end),
-        "waiting_url": links.works(WorkState.READY, WorkState.WAITING, sort=WorkOrder.UPDATED_ASC),
-    }
-
-
-def _bucket(links: Links, bounds: list[tuple[int, int]], state: WorkState) -> Callable[[int], str]:
-    return lambda i: links.works(state, lo=bounds[i][0], hi=bounds[i][1])

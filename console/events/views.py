@@ -1,13 +1,17 @@
+"""The Events pages: the global stream and one Event with its causation chain."""
+
 from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from console.filters import EVENT_PAGE_SIZE, FilterError, parse_event_filter
-from console.http import HtmxHttpRequest
+from console.events.filters import EVENT_PAGE_SIZE, parse_event_filter
+from console.events.reads import read_event, read_events
+from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
-from console.reads import read_event, read_events
-from console.views.common import page, wants_fragment
+from console.urlstate import FilterError
+
+TEMPLATE = "console/event_list.html"
 
 
 @page
@@ -16,12 +20,12 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
     try:
         f, cursor = parse_event_filter(request.GET)
     except FilterError as exc:
-        context = {"errors": exc.errors, "form": request.GET}
-        return render(request, "console/event_list.html", context, status=400)
+        invalid = {"errors": exc.errors, "form": request.GET}
+        return render(request, TEMPLATE, invalid, status=400)
     events = read_events(f, cursor, EVENT_PAGE_SIZE, seen_stamp(request))
     if events is None:
         return unchanged()
-    context = {
+    context: dict[str, object] = {
         "filter": f,
         "form": f,
         "page": events,
@@ -32,9 +36,7 @@ def event_list(request: HtmxHttpRequest) -> HttpResponse:
         "newer_url": f.querystring([("after", str(events.newer))]) if events.newer else "",
         "newest_url": f.querystring() if cursor.before or cursor.after else "",
     }
-    if wants_fragment(request):
-        return render(request, "console/event_list.html#events", context)
-    return render(request, "console/event_list.html", context)
+    return render_region(request, TEMPLATE, "events", context)
 
 
 @page

@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
-from django.shortcuts import render
 
 from console.errors import error_page
-from console.filters import FilterError, parse_started_filter
-from console.http import HtmxHttpRequest
+from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
-from console.reads import (
+from console.runtime.filters import parse_started_filter
+from console.runtime.reads import (
     read_active_waits,
     read_live_executions,
     read_scopes,
     read_started_executions,
     read_timers,
 )
-from console.views.common import page, wants_fragment
+from console.urlstate import FilterError
 from storage import WorkState
 
 
 def _listing(
-    request: HtmxHttpRequest, template: str, listing: object, **extra: object
+    request: HtmxHttpRequest, template: str, listing: object, **extra: Any
 ) -> HttpResponse:
+    """A polled listing page: 204 when unchanged, else the page or its live region."""
     if listing is None:
         return unchanged()
-    context = {"page": listing, **extra}
-    if wants_fragment(request):
-        return render(request, f"{template}#live", context)
-    return render(request, template, context)
+    return render_region(request, template, "live", {"page": listing, **extra})
 
 
 @page
@@ -43,9 +42,9 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
     if started is None:
         listing = read_live_executions(seen_stamp(request))
         return _listing(request, "console/executions.html", listing)
-    page_ = read_started_executions(started, seen_stamp(request))
+    history = read_started_executions(started, seen_stamp(request))
     return _listing(
-        request, "console/executions.html", page_, started=started, chips=started.chips()
+        request, "console/executions.html", history, started=started, chips=started.chips()
     )
 
 

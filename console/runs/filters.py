@@ -1,10 +1,11 @@
 """The Runs list's filter and keyset cursor, read from and written to URLs.
 
 ``q`` searches run IDs (a substring), ``format`` picks the stored format (1 or 2),
-``since`` and ``before`` bound the updated time (the Work list's syntax: a UTC time,
-an ISO 8601 instant, or a duration back from now; ``since`` inclusive, ``before``
-exclusive), ``size`` is the page size and ``after`` the keyset position
-``<updated ns>.<run ID>`` of the last row of the previous page.
+``since`` and ``until`` bound the updated time (``console.urlstate``'s syntax;
+``since`` inclusive, ``until`` exclusive), ``size`` is the page size and ``after`` the
+keyset position ``<updated ns>.<run ID>`` of the last row of the previous page. The
+upper bound was once called ``before``: that name is still read, so old bookmarks
+keep working, and links are written with ``until``.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from console.filters import (
+from console.urlstate import (
     DEFAULT_PAGE_SIZE,
     MAX_TEXT,
     FilterError,
+    parse_bound,
     parse_key,
-    parse_since,
     parse_size,
     querystring,
 )
 from storage.runs import RUN_FORMATS, RunQuery
 
 RunKey = tuple[int, str]  # (updated_ns, run_id): the list's order, newest first
+LEGACY_UNTIL = "before"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +35,8 @@ class RunFilter:
     format: int | None = None
     since: str = ""  # as typed, so "15m" stays relative in a bookmark
     since_ns: int | None = None
-    before: str = ""
-    before_ns: int | None = None
+    until: str = ""
+    until_ns: int | None = None
     size: int = DEFAULT_PAGE_SIZE
 
     def query(self, *, after: RunKey | None = None, limit: int = 0) -> RunQuery:
@@ -42,35 +44,35 @@ class RunFilter:
             search=self.q,
             format=self.format,
             updated_since=self.since_ns,
-            updated_before=self.before_ns,
+            updated_before=self.until_ns,
             after=after,
             limit=limit,
         )
 
     @property
     def narrowed(self) -> bool:
-        return bool(self.q or self.format is not None or self.since or self.before)
+        return bool(self.q or self.format is not None or self.since or self.until)
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
         out = [("q", self.q)] if self.q else []
         if self.format is not None:
             out.append(("format", str(self.format)))
-        out += [(n, getattr(self, n)) for n in ("since", "before") if getattr(self, n)]
+        out += [(n, getattr(self, n)) for n in ("since", "until") if getattr(self, n)]
         if self.size != DEFAULT_PAGE_SIZE:
             out.append(("size", str(self.size)))
         return out
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
-        return querystring(self.params() + list(extra))
+        return querystring([*self.params(), *extra])
 
     def without(self, name: str) -> RunFilter:
         if name == "format":
             return replace(self, format=None)
         if name == "since":
             return replace(self, since="", since_ns=None)
-        if name == "before":
-            return replace(self, before="", before_ns=None)
+        if name == "until":
+            return replace(self, until="", until_ns=None)
         return replace(self, q="")
 
     def chips(self) -> list[tuple[str, str, str]]:
@@ -96,6 +98,11 @@ def parse_run_cursor(data: Mapping[str, str]) -> RunKey | None:
     return (key.time, key.id)
 
 
+def typed_until(data: Mapping[str, str]) -> str:
+    """The upper bound as typed: ``until``, or an old bookmark's ``before``."""
+    return (data.get("until", "") or data.get(LEGACY_UNTIL, "")).strip()
+
+
 def parse_run_filter(data: Mapping[str, str], now_ns: int | None = None) -> RunFilter:
     """Read a RunFilter from query parameters; raise FilterError naming each bad one."""
     errors: dict[str, str] = {}
@@ -110,24 +117,12 @@ def parse_run_filter(data: Mapping[str, str], now_ns: int | None = None) -> RunF
         else:
             errors["format"] = f"Format is one of {', '.join(map(str, RUN_FORMATS))}."
     now = time.time_ns() if now_ns is None else now_ns
-    bounds: dict[str, int | None] = {}
-    for name in ("since", "before"):
-        raw = data.get(name, "").strip()
-        bounds[name] = None
-        if raw:
-            try:
-                bounds[name] = parse_since(raw, now)
-            except FilterError as exc:
-                errors[name] = exc.errors["since"]
+    since, until = data.get("since", "").strip(), typed_until(data)
+    since_ns = parse_bound("since", since, now, errors)
+    until_ns = parse_bound("until", until, now, errors)
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
     return RunFilter(
-        q=q,
-        format=fmt,
-        since=data.get("since", "").strip(),
-        since_ns=bounds["since"],
-        before=data.get("before", "").strip(),
-        before_ns=bounds["before"],
-        size=size,
+        q=q, format=fmt, since=since, since_ns=since_ns, until=until, until_ns=until_ns, size=size
     )

@@ -1,4 +1,4 @@
-"""The Runs pages' reads: one ``storage.view`` per page, as in ``console.reads``.
+"""The Runs pages' reads: one ``storage.view`` per page (``console.polling``).
 
 Run records live in the coordination store's database, so a run page polls with the
 same stamp as every other page: a Session's save is a ``transact``, which moves the
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.reads import stamp_of
-from console.runfilters import RunFilter, RunKey
-from console.stores import get_store
-from storage import NotFound, Tx, view
+from console.polling import polled_view, read
+from console.runs.filters import RunFilter, RunKey
+from storage import NotFound, Tx
 from storage.runs import RunQuery, StoredRun
 
 # How many rows sharing a run ID's prefix the unreadable-record page looks through to
@@ -33,10 +32,7 @@ def read_run_list(f: RunFilter, after: RunKey | None, seen: str = "") -> RunList
     """A page of run records in keyset order and the filter's count. Queries: the
     stamp (2), the page (1), the count (1)."""
 
-    def read(tx: Tx) -> RunListPage | None:
-        stamp = stamp_of(tx)
-        if stamp == seen:
-            return None
+    def build(tx: Tx, stamp: str) -> RunListPage:
         rows = tx.run_records(f.query(after=after, limit=f.size + 1))
         has_next, rows = len(rows) > f.size, rows[: f.size]
         last = rows[-1] if rows and has_next else None
@@ -48,7 +44,7 @@ def read_run_list(f: RunFilter, after: RunKey | None, seen: str = "") -> RunList
             next_key=(last.updated_ns, last.record.run_id) if last else None,
         )
 
-    return view(get_store(), None, read)
+    return polled_view(seen, build)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,24 +59,21 @@ def read_run(run_id: str, seen: str = "") -> RunDetail | None:
     ``RecordsNewer`` (from the store) for one this code cannot read. Queries: the
     stamp (2), the record (1)."""
 
-    def read(tx: Tx) -> RunDetail | None:
-        stamp = stamp_of(tx)
-        if stamp == seen:
-            return None
+    def build(tx: Tx, stamp: str) -> RunDetail:
         stored = tx.run_record(run_id)
         if stored is None:
             raise NotFound(f"No run record {run_id!r}")
         return RunDetail(tx.now, stamp, stored)
 
-    return view(get_store(), None, read)
+    return polled_view(seen, build)
 
 
 def read_unreadable_run(run_id: str) -> StoredRun | None:
     """The stored columns (format, revision, times) of a record that does not decode:
     the list's row for it, which carries the error instead of the record."""
 
-    def read(tx: Tx) -> StoredRun | None:
+    def find(tx: Tx) -> StoredRun | None:
         rows = tx.run_records(RunQuery(run_id_prefix=run_id, limit=UNREADABLE_SCAN))
         return next((r for r in rows if r.record.run_id == run_id), None)
 
-    return view(get_store(), None, read)
+    return read(find)

@@ -8,36 +8,41 @@ from dataclasses import dataclass
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from console.filters import PAGE_SIZES, FilterError
-from console.http import HtmxHttpRequest
+from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
-from console.runfilters import format_run_key, parse_run_cursor, parse_run_filter
-from console.runreads import read_run, read_run_list, read_unreadable_run
-from console.runtree import build_tree
+from console.runs.filters import format_run_key, parse_run_cursor, parse_run_filter, typed_until
+from console.runs.reads import read_run, read_run_list, read_unreadable_run
+from console.runs.tree import build_tree
 from console.stores import get_run_store
-from console.views.common import page, wants_fragment
+from console.urlstate import PAGE_SIZES, FilterError
 from storage import Corrupt, RecordsNewer
 from storage.runs import RUN_FORMATS, StoredRun
 from storage.runs.validate import validate_run
 
+TEMPLATE = "console/run_list.html"
+CHOICES = {"formats": RUN_FORMATS, "sizes": PAGE_SIZES}
+
 
 @dataclass(frozen=True, slots=True)
-class RunRow:
+class RunItem:
+    """A row of the Runs list: the stored record, whether a process owns it now, and
+    its validator findings (None when the record does not decode)."""
+
     stored: StoredRun
     owned: bool
-    findings: int | None  # None when the record does not decode
+    findings: int | None
 
 
 @page
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """Run records, most recently saved first: filters in the URL, keyset pages."""
-    choices = {"formats": RUN_FORMATS, "sizes": PAGE_SIZES}
     try:
         f = parse_run_filter(request.GET)
         after = parse_run_cursor(request.GET)
     except FilterError as exc:
-        context = {"errors": exc.errors, "form": request.GET, **choices}
-        return render(request, "console/run_list.html", context, status=400)
+        form = {**request.GET.dict(), "until": typed_until(request.GET)}
+        invalid = {"errors": exc.errors, "form": form, **CHOICES}
+        return render(request, TEMPLATE, invalid, status=400)
     listing = read_run_list(f, after, seen_stamp(request))
     if listing is None:
         return unchanged()
@@ -45,10 +50,11 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     # Ownership is the run store's (OS or advisory locks), asked without taking them.
     owned = get_run_store().owned(ids) if ids else set()
     rows = [
-        RunRow(s, s.record.run_id in owned, None if s.error else len(validate_run(s.record)))
+        RunItem(s, s.record.run_id in owned, None if s.error else len(validate_run(s.record)))
         for s in listing.rows
     ]
-    context = {
+    older = f.querystring([("after", format_run_key(listing.next_key))]) if listing.next_key else ""
+    context: dict[str, object] = {
         "filter": f,
         "form": f,
         "page": listing,
@@ -56,15 +62,11 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         "chips": f.chips(),
         # Later pages shift as runs are saved: only the first one polls.
         "live": after is None,
-        "older_url": f.querystring([("after", format_run_key(listing.next_key))])
-        if listing.next_key
-        else "",
+        "older_url": older,
         "newest_url": f.querystring() if after else "",
-        **choices,
+        **CHOICES,
     }
-    if wants_fragment(request):
-        return render(request, "console/run_list.html#runs", context)
-    return render(request, "console/run_list.html", context)
+    return render_region(request, TEMPLATE, "runs", context)
 
 
 @page
@@ -77,16 +79,13 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     if detail is None:
         return unchanged()
     record = detail.stored.record
-    findings = validate_run(record)
     context = {
         "detail": detail,
         "record": record,
-        "tree": build_tree(record, findings),
+        "tree": build_tree(record, validate_run(record)),
         "owned": run_id in get_run_store().owned([run_id]),
     }
-    if wants_fragment(request):
-        return render(request, "console/run_detail.html#run", context)
-    return render(request, "console/run_detail.html", context)
+    return render_region(request, "console/run_detail.html", "run", context)
 
 
 def _unreadable(request: HtmxHttpRequest, run_id: str, exc: Corrupt | RecordsNewer) -> HttpResponse:

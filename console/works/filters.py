@@ -9,21 +9,28 @@ until)) appear once, ``sort`` and ``size`` choose the order and page size, and
 
 from __future__ import annotations
 
-import re
 import shlex
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
 
 from django.http import QueryDict
 
-from storage import WorkKey, WorkOrder, WorkQuery, WorkState, to_ns
+from console.urlstate import (
+    DEFAULT_PAGE_SIZE,
+    PAGE_SIZES,
+    TIME_FILTERS,
+    FilterError,
+    cleared,
+    format_key,
+    parse_key,
+    parse_size,
+    parse_times,
+    querystring,
+    text,
+)
+from storage import WorkFacets, WorkKey, WorkOrder, WorkQuery, WorkState
 
-PAGE_SIZES = (25, 50, 100, 200)
-DEFAULT_PAGE_SIZE = 50
 STATE_ORDER = tuple(WorkState)
 SORT_LABELS = {
     WorkOrder.CREATED_DESC: "Newest first",
@@ -40,24 +47,13 @@ REVERSED = {
 QUALIFIERS = ("state", "kind", "scope", "within", "source", "executor", "parent", "since", "until")
 # The single-valued text filters, in their canonical URL order.
 TEXT_FILTERS = ("scope", "within", "kind", "parent", "executor")
-TIME_FILTERS = ("since", "until")
-MAX_TEXT = 255
-_DURATION = re.compile(r"^(\d{1,6})([smhd])$")
-_LOST_PLUS = re.compile(r"^(.+[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$")
-_UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
-SINCE_HELP = (
-    "Enter a UTC time like 2025-11-30 14:00, an ISO 8601 instant like "
-    "2025-11-30T14:00:00+01:00, or a duration back from now like 15m, 2h or 1d."
+FACET_DIMENSIONS = (
+    ("state", "State"),
+    ("kind", "Kind"),
+    ("source", "Source"),
+    ("scope", "Scope"),
+    ("executor", "Executor"),
 )
-UNTIL_AFTER_SINCE = "Updated before must be later than updated since."
-
-
-class FilterError(ValueError):
-    """Bad filter input; ``errors`` maps a field name to a message for the form."""
-
-    def __init__(self, errors: Mapping[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = dict(errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +121,7 @@ class WorkFilter:
         return out
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
-        params = self.params() + list(extra)
-        return "?" + urlencode(params) if params else "?"
+        return querystring([*self.params(), *extra])
 
     def with_value(self, name: str, value: str) -> WorkFilter:
         """This filter narrowed by one facet value: added to a multi-valued filter,
@@ -139,7 +134,8 @@ class WorkFilter:
             return replace(
                 self, sources=self.sources if value in self.sources else (*self.sources, value)
             )
-        return replace(self, **{name: value})
+        changes: dict[str, Any] = {name: value}
+        return replace(self, **changes)
 
     def without(self, name: str, value: str = "") -> WorkFilter:
         if name == "state":
@@ -147,8 +143,8 @@ class WorkFilter:
         if name == "source":
             return replace(self, sources=tuple(s for s in self.sources if s != value))
         if name in TIME_FILTERS:
-            return replace(self, **{name: "", f"{name}_ns": None})
-        return replace(self, **{name: ""})
+            return replace(self, **cleared(name, timed=True))
+        return replace(self, **cleared(name))
 
     def chips(self) -> list[tuple[str, str, str]]:
         """(label, value, querystring without it) for each active filter."""
@@ -178,18 +174,6 @@ class Search:
     terms: tuple[str, ...] = ()
 
 
-def format_key(key: WorkKey) -> str:
-    return f"{key.time}.{key.id}"
-
-
-def parse_key(raw: str) -> WorkKey | None:
-    # Work IDs may contain dots, the time never does: split at the first one.
-    time_part, dot, work_id = raw.partition(".")
-    if not dot or not time_part.isdigit() or not work_id:
-        return None
-    return WorkKey(int(time_part), work_id)
-
-
 def parse_cursor(data: Mapping[str, str]) -> Cursor | None:
     after, before = data.get("after", ""), data.get("before", "")
     if after and before:
@@ -201,29 +185,6 @@ def parse_cursor(data: Mapping[str, str]) -> Cursor | None:
     if key is None:
         raise FilterError({"after": f"{raw!r} is not a page position (<time>.<Work ID>)."})
     return Cursor(key, backward=bool(before))
-
-
-def parse_since(raw: str, now_ns: int) -> int:
-    match = _DURATION.match(raw)
-    if match:
-        return now_ns - int(match.group(1)) * _UNIT_NS[match.group(2)]
-    # A "+01:00" offset typed into a URL arrives as " 01:00": put the plus back.
-    raw = _LOST_PLUS.sub(r"\1+\2", raw)
-    try:
-        value = datetime.fromisoformat(raw.replace(" ", "T", 1))
-    except ValueError:
-        raise FilterError({"since": SINCE_HELP}) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)  # the console shows and takes times in UTC
-    return to_ns(value)
-
-
-def _text(name: str, raw: str, errors: dict[str, str]) -> str:
-    value = raw.strip()
-    if len(value) > MAX_TEXT:
-        errors[name] = f"At most {MAX_TEXT} characters."
-        return ""
-    return value
 
 
 def _states(values: Sequence[str], errors: dict[str, str]) -> tuple[WorkState, ...]:
@@ -238,34 +199,17 @@ def _states(values: Sequence[str], errors: dict[str, str]) -> tuple[WorkState, .
     return tuple(s for s in STATE_ORDER if s in chosen)
 
 
-def querystring(params: Sequence[tuple[str, str]]) -> str:
-    """``?a=1&b=2``, or a bare ``?`` (a link that clears every filter)."""
-    return "?" + urlencode(params) if params else "?"
-
-
-def parse_size(data: Mapping[str, str], errors: dict[str, str]) -> int:
-    """The ``size`` parameter (one of PAGE_SIZES), or the default; a bad one is noted in
-    ``errors``."""
-    raw = data.get("size", "")
-    if not raw:
-        return DEFAULT_PAGE_SIZE
-    if raw.isdigit() and int(raw) in PAGE_SIZES:
-        return int(raw)
-    errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
-    return DEFAULT_PAGE_SIZE
-
-
 def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
     """Read a WorkFilter from query parameters; raise FilterError naming each bad one."""
     errors: dict[str, str] = {}
     states = _states(data.getlist("state"), errors)
     sources: list[str] = []
     for raw in data.getlist("source"):
-        value = _text("source", raw, errors)
+        value = text("source", raw, errors)
         if value and value not in sources:
             sources.append(value)
-    texts = {n: _text(n, data.get(n, ""), errors) for n in TEXT_FILTERS}
-    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
+    texts: dict[str, Any] = {n: text(n, data.get(n, ""), errors) for n in TEXT_FILTERS}
+    times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     sort = WorkOrder.CREATED_DESC
     raw_sort = data.get("sort", "")
     if raw_sort:
@@ -277,24 +221,6 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
     if errors:
         raise FilterError(errors)
     return WorkFilter(states=states, sources=tuple(sources), sort=sort, size=size, **texts, **times)
-
-
-def _times(raw: Mapping[str, str], now_ns: int | None, errors: dict[str, str]) -> dict[str, Any]:
-    """``since`` and ``until`` as typed and as instants; errors name each bad one."""
-    now = time.time_ns() if now_ns is None else now_ns
-    out: dict[str, Any] = {}
-    for name in TIME_FILTERS:
-        value = _text(name, raw.get(name, ""), errors)
-        out[name], out[f"{name}_ns"] = value, None
-        if value:
-            try:
-                out[f"{name}_ns"] = parse_since(value, now)
-            except FilterError:
-                errors[name] = SINCE_HELP
-    since_ns, until_ns = out["since_ns"], out["until_ns"]
-    if since_ns is not None and until_ns is not None and until_ns <= since_ns:
-        errors["until"] = UNTIL_AFTER_SINCE
-    return out
 
 
 def parse_search(q: str) -> Search:
@@ -326,142 +252,110 @@ def apply_search(base: WorkFilter, search: Search, now_ns: int | None = None) ->
     for state in states:
         f = f.with_value("state", state.value)
     for source in search.qualifiers.get("source", []):
-        f = f.with_value("source", _text("q", source, errors))
+        f = f.with_value("source", text("q", source, errors))
     for name in TEXT_FILTERS:
         values = search.qualifiers.get(name)
         if values:
-            f = replace(f, **{name: _text("q", values[-1], errors)})
+            changes: dict[str, Any] = {name: text("q", values[-1], errors)}
+            f = replace(f, **changes)
     typed = {n: search.qualifiers[n][-1] for n in TIME_FILTERS if n in search.qualifiers}
     if typed:
         raw = {n: typed.get(n, getattr(f, n)) for n in TIME_FILTERS}
-        times = _times(raw, now_ns, errors)
+        times = parse_times(raw, now_ns, errors)
         f = replace(f, **times)
     if errors:
         raise FilterError({"q": next(iter(errors.values()))})
     return f
 
 
-# ---------------------------------------------------------------- Events
+# ---------------------------------------------------------------- page state
+# What the Work list's template shows beside the rows, derived from the filter alone:
+# its form, the facet entries and the paging, size and sort links.
 
 
-EVENT_PAGE_SIZE = 50
+def listing_links(
+    f: WorkFilter, next_key: WorkKey | None, prev_key: WorkKey | None
+) -> dict[str, Any]:
+    """The links around a page of rows: chips, next/previous, sizes, column sorts."""
+    return {
+        "chips": f.chips(),
+        "next_url": f.querystring([("after", format_key(next_key))]) if next_key else "",
+        "prev_url": f.querystring([("before", format_key(prev_key))]) if prev_key else "",
+        "size_links": [(n, replace(f, size=n).querystring(), n == f.size) for n in PAGE_SIZES],
+        "sort_links": {
+            "created": replace(f, sort=_toggle(f, "created")).querystring(),
+            "updated": replace(f, sort=_toggle(f, "updated")).querystring(),
+        },
+        "filter_params": f.params(),
+    }
 
 
-EVENT_TEXTS = ("source", "type", "scope", "within", "work")
-
-
-@dataclass(frozen=True, slots=True)
-class EventFilter:
-    """The Events stream's filter, answered by one indexed ``find_events`` read.
-    ``within`` is a Scope and its descendants; ``since``/``until`` bound the
-    acceptance time, typed as on the Work list."""
-
-    source: str = ""
-    type: str = ""
-    scope: str = ""
-    within: str = ""
-    work: str = ""
-    unrouted: bool = False
-    since: str = ""
-    since_ns: int | None = None
-    until: str = ""
-    until_ns: int | None = None
-
-    def params(self) -> list[tuple[str, str]]:
-        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
-        out = [(n, v) for n, v in out if v]
-        if self.unrouted:
-            out.append(("unrouted", "1"))
-        return out
-
-    def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
-        params = self.params() + list(extra)
-        return "?" + urlencode(params) if params else "?"
-
-    @property
-    def narrowed(self) -> bool:
-        return bool(self.params())
-
-    def without(self, name: str) -> EventFilter:
-        if name == "unrouted":
-            return replace(self, unrouted=False)
-        if name in TIME_FILTERS:
-            return replace(self, **{name: "", f"{name}_ns": None})
-        return replace(self, **{name: ""})
-
-    def chips(self) -> list[tuple[str, str, str]]:
-        return [
-            (name, value if name != "unrouted" else "only", self.without(name).querystring())
-            for name, value in self.params()
+def facet_entries(f: WorkFilter, facets: WorkFacets) -> list[dict[str, Any]]:
+    """Each facet dimension's values with their counts, each a link narrowing ``f``;
+    states in their lifecycle order, the others most frequent first."""
+    out = []
+    for name, label in FACET_DIMENSIONS:
+        counts: Mapping[str, int] = getattr(facets, name)
+        items: list[tuple[str, int]]
+        if name == "state":
+            items = [(s.value, counts[s.value]) for s in STATE_ORDER if s.value in counts]
+        else:
+            items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        entries = [
+            {
+                "value": value,
+                "count": n,
+                "url": f.with_value(name, value).querystring() if value else "",
+                "active": _active(f, name, value),
+            }
+            for value, n in items
         ]
+        out.append({"name": name, "label": label, "entries": entries})
+    return out
 
 
-@dataclass(frozen=True, slots=True)
-class StartedFilter:
-    """The Executions page's history: attempts first claimed in [since, until) (until
-    empty: now), of Work within a Scope tree. What an attempts chart bucket counts."""
-
-    since: str
-    since_ns: int
-    until: str = ""
-    until_ns: int | None = None
-    within: str = ""
-
-    def params(self) -> list[tuple[str, str]]:
-        out = [(n, getattr(self, n)) for n in ("within", *TIME_FILTERS)]
-        return [(n, v) for n, v in out if v]
-
-    def querystring(self) -> str:
-        return "?" + urlencode(self.params())
-
-    def chips(self) -> list[tuple[str, str, str]]:
-        """Removing ``since`` leaves the history: back to the live attempts."""
-        out = []
-        for name, value in self.params():
-            rest = [(n, v) for n, v in self.params() if n != name]
-            keep = any(n == "since" for n, _ in rest)
-            out.append((name, value, "?" + urlencode(rest) if keep else "?"))
-        return out
+def _active(f: WorkFilter, name: str, value: str) -> bool:
+    if name == "state":
+        return any(s.value == value for s in f.states)
+    if name == "source":
+        return value in f.sources
+    return bool(value) and getattr(f, name) == value
 
 
-def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedFilter | None:
-    """None when the query names no history (the live attempts); ``since`` is needed
-    for one, so the range is always bounded."""
-    if not any(data.get(n, "") for n in ("within", *TIME_FILTERS)):
-        return None
-    errors: dict[str, str] = {}
-    within = _text("within", data.get("within", ""), errors)
-    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
-    if times["since_ns"] is None and "since" not in errors:
-        errors["since"] = "Attempts started since when? " + SINCE_HELP
-    if errors:
-        raise FilterError(errors)
-    return StartedFilter(within=within, **times)
+def _toggle(f: WorkFilter, column: str) -> WorkOrder:
+    """Clicking a column header sorts by it newest first, then flips the direction."""
+    if f.sort.value.lstrip("-") == column and f.sort.descending:
+        return WorkOrder(column)
+    return WorkOrder(f"-{column}")
 
 
-@dataclass(frozen=True, slots=True)
-class SeqCursor:
-    """An acceptance-sequence position: Events older than ``before`` or newer than
-    ``after`` (both exclusive)."""
+def filter_form(f: WorkFilter) -> dict[str, Any]:
+    """The form's values for a parsed filter."""
+    return {
+        "states": {s.value for s in f.states},
+        "sources": list(f.sources),
+        **{name: getattr(f, name) for name in (*TEXT_FILTERS, *TIME_FILTERS)},
+        "sort": f.sort.value,
+        "size": f.size,
+    }
 
-    before: int = 0
-    after: int = 0
+
+def raw_form(data: QueryDict) -> dict[str, Any]:
+    """The submitted values as typed, to show again beside their errors."""
+    return {
+        "states": set(data.getlist("state")),
+        "sources": [s for s in data.getlist("source") if s],
+        **{name: data.get(name, "") for name in (*TEXT_FILTERS, *TIME_FILTERS)},
+        "sort": data.get("sort", ""),
+        "size": data.get("size", ""),
+        "q": data.get("q", ""),
+    }
 
 
-def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[EventFilter, SeqCursor]:
-    errors: dict[str, str] = {}
-    texts = {n: _text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
-    times = _times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
-    unrouted = data.get("unrouted", "") in ("1", "on", "true")
-    cursor = {}
-    for name in ("before", "after"):
-        raw = data.get(name, "")
-        if raw and not raw.isdigit():
-            errors[name] = f"{name} is an acceptance sequence number."
-        elif raw:
-            cursor[name] = int(raw)
-    if len(cursor) > 1:
-        errors["after"] = "Give either after or before, not both."
-    if errors:
-        raise FilterError(errors)
-    return EventFilter(unrouted=unrouted, **texts, **times), SeqCursor(**cursor)
+def form_choices(context: dict[str, Any]) -> dict[str, Any]:
+    """``context`` plus the form's fixed choices (states, sorts, sizes)."""
+    context.setdefault("q", context.get("form", {}).get("q", ""))
+    context["state_choices"] = [s.value for s in STATE_ORDER]
+    context["sort_choices"] = [(o.value, label) for o, label in SORT_LABELS.items()]
+    context["sizes"] = PAGE_SIZES
+    return context

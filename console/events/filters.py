@@ -1,0 +1,95 @@
+"""The Events stream's filter and its acceptance-sequence cursor, read from URLs.
+
+``source``, ``type``, ``scope``, ``within`` (a Scope and its descendants) and ``work``
+narrow the stream, ``unrouted=1`` keeps the Events no route has taken yet, ``since``
+and ``until`` bound the acceptance time, and ``before`` / ``after`` (a sequence number,
+not a time) page through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.http import QueryDict
+
+from console.urlstate import TIME_FILTERS, FilterError, cleared, parse_times, querystring, text
+
+EVENT_PAGE_SIZE = 50
+
+
+EVENT_TEXTS = ("source", "type", "scope", "within", "work")
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """The Events stream's filter, answered by one indexed ``find_events`` read.
+    ``within`` is a Scope and its descendants; ``since``/``until`` bound the
+    acceptance time, typed as on the Work list."""
+
+    source: str = ""
+    type: str = ""
+    scope: str = ""
+    within: str = ""
+    work: str = ""
+    unrouted: bool = False
+    since: str = ""
+    since_ns: int | None = None
+    until: str = ""
+    until_ns: int | None = None
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
+        out = [(n, v) for n, v in out if v]
+        if self.unrouted:
+            out.append(("unrouted", "1"))
+        return out
+
+    def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
+        return querystring([*self.params(), *extra])
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.params())
+
+    def without(self, name: str) -> EventFilter:
+        if name == "unrouted":
+            return replace(self, unrouted=False)
+        if name in TIME_FILTERS:
+            return replace(self, **cleared(name, timed=True))
+        return replace(self, **cleared(name))
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        return [
+            (name, value if name != "unrouted" else "only", self.without(name).querystring())
+            for name, value in self.params()
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class SeqCursor:
+    """An acceptance-sequence position: Events older than ``before`` or newer than
+    ``after`` (both exclusive)."""
+
+    before: int = 0
+    after: int = 0
+
+
+def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[EventFilter, SeqCursor]:
+    errors: dict[str, str] = {}
+    texts: dict[str, Any] = {n: text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
+    times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
+    unrouted = data.get("unrouted", "") in ("1", "on", "true")
+    cursor = {}
+    for name in ("before", "after"):
+        raw = data.get(name, "")
+        if raw and not raw.isdigit():
+            errors[name] = f"{name} is an acceptance sequence number."
+        elif raw:
+            cursor[name] = int(raw)
+    if len(cursor) > 1:
+        errors["after"] = "Give either after or before, not both."
+    if errors:
+        raise FilterError(errors)
+    return EventFilter(unrouted=unrouted, **texts, **times), SeqCursor(**cursor)

@@ -1,0 +1,52 @@
+"""The Executions page's history filter: attempts first claimed in a time range."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import QueryDict
+
+from console.urlstate import SINCE_HELP, TIME_FILTERS, FilterError, parse_times, querystring, text
+
+
+@dataclass(frozen=True, slots=True)
+class StartedFilter:
+    """The Executions page's history: attempts first claimed in [since, until) (until
+    empty: now), of Work within a Scope tree. What an attempts chart bucket counts."""
+
+    since: str
+    since_ns: int
+    until: str = ""
+    until_ns: int | None = None
+    within: str = ""
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [(n, getattr(self, n)) for n in ("within", *TIME_FILTERS)]
+        return [(n, v) for n, v in out if v]
+
+    def querystring(self) -> str:
+        return querystring(self.params())
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        """Removing ``since`` leaves the history: back to the live attempts."""
+        out = []
+        for name, value in self.params():
+            rest = [(n, v) for n, v in self.params() if n != name]
+            keep = any(n == "since" for n, _ in rest)
+            out.append((name, value, querystring(rest) if keep else "?"))
+        return out
+
+
+def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedFilter | None:
+    """None when the query names no history (the live attempts); ``since`` is needed
+    for one, so the range is always bounded."""
+    if not any(data.get(n, "") for n in ("within", *TIME_FILTERS)):
+        return None
+    errors: dict[str, str] = {}
+    within = text("within", data.get("within", ""), errors)
+    times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
+    if times["since_ns"] is None and "since" not in errors:
+        errors["since"] = "Attempts started since when? " + SINCE_HELP
+    if errors:
+        raise FilterError(errors)
+    return StartedFilter(within=within, **times)

@@ -1,0 +1,168 @@
+"""The runtime pages' reads (attempts, Waits, Timers, Scopes, artifacts): one
+``storage.view`` per page (``console.polling``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from console.polling import polled_view, read
+from console.runtime.filters import StartedFilter
+from console.scopes import subtree
+from storage import (
+    ArtifactRef,
+    Buckets,
+    Execution,
+    NotFound,
+    Scope,
+    Timer,
+    Tx,
+    Wait,
+    WorkQuery,
+    WorkState,
+)
+
+STARTED_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Listing[T]:
+    now: int
+    stamp: str
+    rows: list[T]
+
+
+def read_live_executions(seen: str = "") -> Listing[Execution] | None:
+    """Live attempts: expired leases first, then by lease expiry, pending last."""
+
+    def build(tx: Tx, stamp: str) -> Listing[Execution]:
+        def order(x: Execution) -> tuple[int, int, str]:
+            if x.lease_expires_at:
+                return (0 if x.lease_expires_at <= tx.now else 1, x.lease_expires_at, x.id)
+            return (2, x.created_at, x.id)
+
+        return Listing(tx.now, stamp, sorted(tx.live_executions(), key=order))
+
+    return polled_view(seen, build)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedPage:
+    now: int
+    stamp: str
+    rows: list[Execution]  # the most recently started first, at most STARTED_MAX
+    total: int  # attempts started in the range
+
+
+def read_started_executions(f: StartedFilter, seen: str = "") -> StartedPage | None:
+    """Attempts first claimed in the filter's range: the Scopes when ``within`` is set
+    (1), the range's count (1, as one attempt_series bucket) and its latest rows (1)."""
+
+    def build(tx: Tx, stamp: str) -> StartedPage:
+        until = f.until_ns if f.until_ns is not None else tx.now + 1
+        scope_ids = sorted(subtree(tx.scopes(), f.within).ids) if f.within else None
+        total = 0
+        if until > f.since_ns:
+            axis = Buckets(f.since_ns, until - f.since_ns, 1)
+            total = tx.attempt_series(axis, scope_ids)[0]
+        rows = tx.started_executions(f.since_ns, until, scope_ids, STARTED_MAX)
+        return StartedPage(tx.now, stamp, rows, total)
+
+    return polled_view(seen, build)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitItem:
+    """A row of the Waits page: the Wait and its timeout Timer, if it has one."""
+
+    wait: Wait
+    timeout: Timer | None
+
+
+def read_active_waits(seen: str = "") -> Listing[WaitItem] | None:
+    """Active Waits, oldest first, each with its timeout Timer (all Timers are read
+    once rather than one query per Wait)."""
+
+    def build(tx: Tx, stamp: str) -> Listing[WaitItem]:
+        waits = tx.active_waits()
+        timers = {t.id: t for t in tx.timers()} if any(w.timeout_timer_id for w in waits) else {}
+        rows = [WaitItem(w, timers.get(w.timeout_timer_id)) for w in waits]
+        rows.sort(key=lambda r: (r.wait.created_at, r.wait.id))
+        return Listing(tx.now, stamp, rows)
+
+    return polled_view(seen, build)
+
+
+def read_timers(due_only: bool, seen: str = "") -> Listing[Timer] | None:
+    """Timers by fire time, earliest (most overdue) first."""
+
+    def build(tx: Tx, stamp: str) -> Listing[Timer]:
+        timers = tx.due_timers(tx.now) if due_only else tx.timers()
+        return Listing(tx.now, stamp, sorted(timers, key=lambda t: (t.fire_at, t.id)))
+
+    return polled_view(seen, build)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeNode:
+    scope: Scope | None  # None for Work without a Scope
+    depth: int
+    counts: dict[str, int]  # Work state -> count in this Scope
+    subtree_total: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def read_scopes(seen: str = "") -> Listing[ScopeNode] | None:
+    """Scopes as an indented tree (depth-first, children by ID) with Work counts by
+    state. Counts come from one facet read per state: six reads whatever the number
+    of Scopes."""
+
+    def build(tx: Tx, stamp: str) -> Listing[ScopeNode]:
+        scopes = tx.scopes()
+        counts: dict[str, dict[str, int]] = {}
+        for state in WorkState:
+            by_scope = tx.work_facets(WorkQuery(states=frozenset({state}))).scope
+            for scope_id, n in by_scope.items():
+                counts.setdefault(scope_id, {})[state.value] = n
+        return Listing(tx.now, stamp, _tree(scopes, counts))
+
+    return polled_view(seen, build)
+
+
+def _tree(scopes: list[Scope], counts: dict[str, dict[str, int]]) -> list[ScopeNode]:
+    known = {s.id for s in scopes}
+    children: dict[str, list[Scope]] = {}
+    for scope in scopes:
+        # A parent that no longer resolves shows its child at the top level.
+        parent = scope.parent_id if scope.parent_id in known else ""
+        children.setdefault(parent, []).append(scope)
+    order: list[tuple[Scope, int]] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for scope in children.get(parent, []):
+            order.append((scope, depth))
+            walk(scope.id, depth + 1)
+
+    walk("", 0)
+    totals: dict[str, int] = {}
+    for scope, _ in reversed(order):  # children come after their parent: sum bottom-up
+        own = sum(counts.get(scope.id, {}).values())
+        totals[scope.id] = own + sum(totals[c.id] for c in children.get(scope.id, []))
+    out = [ScopeNode(s, d, counts.get(s.id, {}), totals[s.id]) for s, d in order]
+    if counts.get(""):
+        out.append(ScopeNode(None, 0, counts[""], sum(counts[""].values())))
+    return out
+
+
+def read_artifact_ref(execution_id: str, artifact_id: str) -> ArtifactRef:
+    """The reference attached to this Execution; NotFound for any other ID."""
+
+    def find(tx: Tx) -> ArtifactRef:
+        for ref in tx.execution(execution_id).artifacts:
+            if ref.id == artifact_id:
+                return ref
+        raise NotFound(f"Execution {execution_id} has no artifact {artifact_id}")
+
+    return read(find)

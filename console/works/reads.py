@@ -1,0 +1,157 @@
+"""The Work pages' reads: one ``storage.view`` per page (``console.polling``), so a
+page sees one consistent snapshot and its query count is fixed by its shape, not by
+timing. Pages that poll pass the stamp they last saw and get None ("unchanged")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from console.polling import polled_view, read
+from console.scopes import subtree
+from console.works.filters import Cursor, WorkFilter
+from storage import (
+    CorrelationKey,
+    Execution,
+    NotFound,
+    StoredEvent,
+    Timer,
+    Tx,
+    Wait,
+    Work,
+    WorkFacets,
+    WorkKey,
+    WorkOrder,
+    WorkQuery,
+)
+from storage.control import cancel_refusal, retry_refusal
+
+TIMELINE_MAX = 200
+CHILDREN_MAX = 50
+
+
+# ---------------------------------------------------------------- Work list
+
+
+@dataclass(frozen=True, slots=True)
+class WorkListPage:
+    now: int
+    stamp: str
+    works: list[Work]
+    facets: WorkFacets
+    next_key: WorkKey | None
+    prev_key: WorkKey | None
+
+    @property
+    def count(self) -> int:
+        """Works matching the filter: the state facet already counted them."""
+        return sum(self.facets.state.values())
+
+
+def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
+    """The Scope IDs of ``f.within``'s subtree (one read of the Scopes), or none."""
+    return subtree(tx.scopes(), f.within).ids if f.within else frozenset()
+
+
+def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
+    """A page of Work in keyset order plus the facets of the whole filter. Queries:
+    the stamp (2), the Scopes when ``within`` is set (1), the page (1, 2 when paging
+    back past the start), the facets (1)."""
+
+    def build(tx: Tx, stamp: str) -> WorkListPage:
+        size = f.size
+        tree = within(tx, f)
+        query = f.query(scope_ids=tree)
+        if cursor is not None and cursor.backward:
+            page = f.query(after=cursor.key, limit=size + 1, reverse=True, scope_ids=tree)
+            rows = tx.query_works(page)
+            has_prev, rows = len(rows) > size, rows[:size][::-1]
+            has_next = True
+            if not has_prev and len(rows) < size:
+                # Back at the start with a short page: show a full first page instead.
+                rows = tx.query_works(f.query(limit=size + 1, scope_ids=tree))
+                has_next, rows = len(rows) > size, rows[:size]
+        else:
+            after = cursor.key if cursor else None
+            rows = tx.query_works(f.query(after=after, limit=size + 1, scope_ids=tree))
+            has_next, rows = len(rows) > size, rows[:size]
+            has_prev = cursor is not None
+        facets = tx.work_facets(query)
+        return WorkListPage(
+            now=tx.now,
+            stamp=stamp,
+            works=rows,
+            facets=facets,
+            next_key=query.key_of(rows[-1]) if rows and has_next else None,
+            prev_key=query.key_of(rows[0]) if rows and has_prev else None,
+        )
+
+    return polled_view(seen, build)
+
+
+def find_work(term: str) -> str | None:
+    """The ID of the Work a search term names: its ID, or a correlation key written
+    ``source/external_id`` (sources may contain "/": every split is tried)."""
+
+    def find(tx: Tx) -> str | None:
+        try:
+            return tx.work(term).id
+        except NotFound:
+            pass
+        for i, char in enumerate(term):
+            if char == "/" and 0 < i < len(term) - 1:
+                try:
+                    return tx.work_by_key(CorrelationKey(term[:i], term[i + 1 :])).id
+                except NotFound:
+                    continue
+        return None
+
+    return read(find)
+
+
+# ---------------------------------------------------------------- Work detail
+
+
+@dataclass(frozen=True, slots=True)
+class WorkDetail:
+    now: int
+    stamp: str
+    work: Work
+    children: list[Work]
+    more_children: bool
+    attempts: list[Execution]  # newest attempt first
+    events: list[StoredEvent]  # oldest first
+    more_events: bool
+    waits: list[Wait]
+    timers: list[Timer]
+    cancel_refusal: str
+    retry_refusal: str
+
+
+def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
+    """Queries: the stamp (2), the Work (1), children (1), attempts (1), timeline (1),
+    Waits (1), Timers (1)."""
+
+    def build(tx: Tx, stamp: str) -> WorkDetail:
+        work = tx.work(work_id)
+        children = tx.query_works(
+            WorkQuery(parent_id=work.id, order=WorkOrder.CREATED_ASC, limit=CHILDREN_MAX + 1)
+        )
+        attempts = sorted(tx.executions(work.id), key=lambda x: x.attempt, reverse=True)
+        events = tx.work_events(work.id, 0, TIMELINE_MAX + 1)
+        live = sum(1 for x in attempts if not x.terminal)
+        return WorkDetail(
+            now=tx.now,
+            stamp=stamp,
+            work=work,
+            children=children[:CHILDREN_MAX],
+            more_children=len(children) > CHILDREN_MAX,
+            attempts=attempts,
+            events=events[:TIMELINE_MAX],
+            more_events=len(events) > TIMELINE_MAX,
+            waits=tx.waits(work.id),
+            timers=sorted(tx.timers(work.id), key=lambda t: (t.fire_at, t.id)),
+            cancel_refusal=cancel_refusal(work),
+            retry_refusal=retry_refusal(work, live),
+        )
+
+    return polled_view(seen, build)
