@@ -69,8 +69,8 @@ def add_unrouted(count: int) -> int:
     scan's selection, the same in every history amplified from this seed."""
     import uuid
 
-    from console.stores import get_store
     from storage import Event, Guard, Tx
+    from storage.default import default_store
 
     def accept(tx: Tx) -> int:
         for i in range(count):
@@ -78,7 +78,7 @@ def add_unrouted(count: int) -> int:
             tx.accept_event(event)
         return count
 
-    return int(get_store().transact(Guard(), accept))
+    return int(default_store().transact(Guard(), accept))
 
 
 def checkpoint(data: DataDir) -> None:

@@ -39,14 +39,14 @@ def setup() -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from console.stores import get_store
     from storage import WorkQuery, view
+    from storage.default import default_store
 
     user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-pass")
     client = Client()
     client.force_login(user)
     works = view(
-        get_store(),
+        default_store(),
         None,
         lambda tx: (
             [w.id for w in tx.query_works(WorkQuery(limit=100))]

@@ -33,10 +33,10 @@ def _say(message: dict[str, Any]) -> None:
 def reader(reps: int, window: float) -> dict[str, Any]:
     """(child) Reads for ``window`` seconds with no writer; then, on "go", reads for the
     same window while the writer holds its transaction; then the control read."""
-    from console.stores import get_store
     from storage import Guard, WorkQuery, view
+    from storage.default import default_store
 
-    store = get_store()
+    store = default_store()
     page = WorkQuery(limit=50)
 
     def read() -> Any:
@@ -74,10 +74,10 @@ def writer(hold: float) -> dict[str, Any]:
     """(child) On "go": a transaction that writes, then holds the write lock ``hold`` s."""
     import uuid
 
-    from console.stores import get_store
     from storage import Event, Guard, Tx
+    from storage.default import default_store
 
-    store = get_store()
+    store = default_store()
 
     def accept(tx: Tx, wait: float) -> float:
         event_id = str(uuid.uuid4())

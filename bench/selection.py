@@ -37,12 +37,12 @@ WHOLE = (
 
 def measure(reps: int) -> dict[str, Any]:
     """(child) For each read: rows selected and seconds per call (one View each)."""
-    from console.stores import get_store
     from storage import WorkQuery, WorkState, view
+    from storage.default import default_store
 
     from .stats import timed
 
-    store = get_store()
+    store = default_store()
     failed = frozenset({WorkState.FAILED})
     reads = {
         "live_works": lambda tx: tx.live_works(),

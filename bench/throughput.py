@@ -44,10 +44,10 @@ def _ids(i: int) -> tuple[str, str, str]:
 
 def prepare(count: int, per_tx: int = 250) -> int:
     """(child) ``count`` ready Work, each with a pending attempt, through the API."""
-    from console.stores import get_store
     from storage import Binding, CorrelationKey, Execution, Guard, Payload, Tx, Work
+    from storage.default import default_store
 
-    store = get_store()
+    store = default_store()
     binding = Binding("order-worker", "python")
 
     def make(tx: Tx, start: int, stop: int) -> None:
@@ -74,10 +74,10 @@ def orm(plan: list[list[int]]) -> dict[str, Any]:
     """(child) Seconds per repetition for each (batch, reps, txs) of ``plan``."""
     from django.db import connections
 
-    from console.stores import get_store
     from storage import Event, Guard, Payload, Tx
+    from storage.default import default_store
 
-    store = get_store()
+    store = default_store()
     payload = Payload("bench.order", PAYLOAD)
 
     def ops(tx: Tx, start: int, batch: int) -> None:

@@ -32,12 +32,12 @@ def measure(reps: int) -> dict[str, Any]:
 
     from console.dashboard.reads import WINDOWS, read_dashboard
     from console.scopes import subtree
-    from console.stores import get_store
     from console.works.filters import parse_work_filter
     from console.works.reads import read_work_list
     from storage import WorkQuery, WorkState, view
+    from storage.default import default_store
 
-    store = get_store()
+    store = default_store()
     failed = frozenset({WorkState.FAILED})
 
     def pick(tx: Any) -> tuple[str, str, str]:

@@ -13,15 +13,16 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from conduit.env import (
-    PostgresUrl,
     env_bool,
     env_database_url,
     env_int,
     env_list,
     env_path,
     env_str,
-    read_or_create_secret,
 )
+from storage.errors import Invalid
+from storage.files import read_or_create_secret
+from storage.pg_url import DATABASE_OVERRIDE, PostgresUrl, parse_database_override
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -107,24 +108,24 @@ TEMPLATES = [
 
 # ---------------------------------------------------------------- database
 #
-# Two aliases on one database. "default" is for writes (storage.transact, Django's own
-# tables); "view" is for read-only snapshots (storage.view), so a page never queues
-# behind a writer. SQLite is the default; DATABASE_URL selects PostgreSQL.
-#
-# SQLite: one file. "default" takes the write lock at BEGIN (IMMEDIATE), so a write
-# transaction never fails half-way with SQLITE_BUSY on lock upgrade. "view" begins
-# deferred, so it never takes the write lock; WAL gives it a consistent snapshot beside a
-# writer, and query_only makes an accidental write fail. Django 6.1 splits init_command
-# on ";" and runs each statement on every new connection.
-#
-# PostgreSQL: "default" begins SERIALIZABLE; storage.orm also serialises its writers
-# with an advisory lock taken before BEGIN (OrmStore._writers_serialised says why).
-# "view" begins REPEATABLE READ with default_transaction_read_only=on: one snapshot per
-# View that never waits for a writer, and the server refuses writes as a second line
-# behind ReadOnly.
+# Two aliases on one database: "default" writes, "view" reads snapshots. SQLite is the
+# default; DATABASE_URL selects PostgreSQL. Why each option is set as it is:
+# storage/README.md, "Database settings".
 
 # Lowercase, so it is no setting: Django's debug page would show its password.
 _database_url = env_database_url("DATABASE_URL")
+# A restore's fencing child is pointed at the restored database through storage's one
+# variable (storage.pg_url.DATABASE_OVERRIDE); it wins over DATABASE_URL and the test
+# database names, so the child opens exactly what was restored.
+try:
+    _override = parse_database_override(os.environ.get(DATABASE_OVERRIDE, ""))
+except Invalid as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+if isinstance(_override, PostgresUrl):
+    _database_url = _override
+elif isinstance(_override, Path):
+    _database_url = None
+    SQLITE_PATH = TEST_SQLITE_PATH = _override
 POSTGRES = _database_url is not None
 
 # cache_size: 64 MiB of page cache per connection (SQLite's default is 2 MiB), so the
@@ -170,15 +171,19 @@ if _database_url is not None:
 
     # Like the SQLite test file: one test database per pytest process, exported so that
     # processes the tests start use it too; tests never touch the configured database.
-    if TESTING and "CONDUIT_TEST_DATABASE" not in os.environ:
-        os.environ["CONDUIT_TEST_DATABASE"] = f"test_{_database_url.name}_{os.getpid()}"[:63]
-    TEST_DATABASE = os.environ.get("CONDUIT_TEST_DATABASE", f"test_{_database_url.name}")
+    if isinstance(_override, PostgresUrl):
+        TEST_DATABASE = _override.name
+    else:
+        if TESTING and "CONDUIT_TEST_DATABASE" not in os.environ:
+            os.environ["CONDUIT_TEST_DATABASE"] = f"test_{_database_url.name}_{os.getpid()}"[:63]
+        TEST_DATABASE = os.environ.get("CONDUIT_TEST_DATABASE", f"test_{_database_url.name}")
 
     # Pooling (psycopg_pool, per process and alias): gunicorn's gthread workers keep
     # their connections across requests instead of connecting (a server fork, several
     # ms) for each one, and threads share at most this many. 0 turns the pool off for
     # persistent per-thread connections (for a pooler such as PgBouncer in front).
-    DB_POOL_SIZE = env_int("CONDUIT_DB_POOL_SIZE", 8)
+    # A restore's short-lived fencing child needs one connection, no pool kept open.
+    DB_POOL_SIZE = 0 if _override is not None else env_int("CONDUIT_DB_POOL_SIZE", 8)
     if DB_POOL_SIZE < 0:
         raise ImproperlyConfigured(f"CONDUIT_DB_POOL_SIZE must be >= 0, got {DB_POOL_SIZE}")
 
@@ -228,6 +233,24 @@ if _database_url is not None:
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# ---------------------------------------------------------------- storage
+#
+# Storage reads these settings, never the environment (storage/README.md, "Settings").
+
+# Where pg_dump and pg_restore are; empty: the newest /usr/lib/postgresql/*/bin, then PATH.
+STORAGE_PG_BINDIR = env_str("CONDUIT_PG_BINDIR", "")
+# The distribution whose version a backup manifest records, and the checkout whose git
+# commit it records.
+STORAGE_DISTRIBUTION = "conduit-console"
+STORAGE_CHECKOUT = BASE_DIR
+# The manage.py a restore runs its fencing child with.
+STORAGE_MANAGE_PY = BASE_DIR / "manage.py"
+
+# `make run`'s development operator (manage.py ensure_dev_operator); without a password
+# one is generated once into DATA_DIR/dev_password.
+DEV_USER = env_str("CONDUIT_DEV_USER", "operator").strip()
+DEV_PASSWORD = env_str("CONDUIT_DEV_PASSWORD", "")
 
 # ---------------------------------------------------------------- auth
 

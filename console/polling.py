@@ -13,8 +13,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 
 import storage
-from console.stores import get_store
 from storage import Tx
+from storage.default import default_store
 
 COOKIE = "console_poll"
 CHOICES = (0, 2, 5, 15, 60)  # seconds; 0 is "off"
@@ -49,7 +49,7 @@ def stamp_of(tx: Tx) -> str:
 def read[T](fn: Callable[[Tx], T], now: int | None = None) -> T:
     """One page's read: ``fn`` in ONE ``storage.view`` of the console's store, so the
     page sees one consistent snapshot. ``now`` fixes the View's time (tests)."""
-    return storage.view(get_store(), now, fn)
+    return storage.view(default_store(), now, fn)
 
 
 def polled_view[T](

@@ -45,7 +45,7 @@ from storage import (
     wall_clock,
 )
 from storage.artifacts import FileArtifactStore
-from storage.control import cancel_work
+from storage.ops.control import cancel_work
 
 from . import catalog
 from .catalog import FLOW_BY_KIND, Flow

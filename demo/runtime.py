@@ -3,10 +3,10 @@ public storage API, so the console has live, realistic activity to show.
 
 One ``tick()`` does, in order, what a runtime's loops do: accept external deliveries
 (the acceptance checkpoint), fire due timers, route unrouted Events to Work (the
-processing checkpoint, which also wakes Waits), let the console apply manual Events,
-claim pending and recover expired attempts, and advance the simulated workers that
-hold leases. Every executor transaction carries its lease in the Guard, so an operator
-cancel fences the worker's next write and the worker stops.
+processing checkpoint, which also wakes Waits), apply operators' manual Events
+(``storage.ops.manual``), claim pending and recover expired attempts, and advance the
+simulated workers that hold leases. Every executor transaction carries its lease in
+the Guard, so an operator cancel fences the worker's next write and the worker stops.
 
 Everything random comes from seeded ``random.Random`` streams, IDs included: with a fake
 clock and a fresh store a seed always produces the same history. A run counter kept in
@@ -15,7 +15,6 @@ KV is mixed into the seed so that a restart never reuses an ID or delivery.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import random
@@ -25,7 +24,7 @@ import zlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from storage import (
     Conflict,
@@ -57,7 +56,9 @@ from storage import (
     wall_clock,
 )
 from storage.artifacts import FileArtifactStore
-from storage.runs import RunStore, run_store_for
+from storage.default import run_store_for
+from storage.ops import manual
+from storage.ops.run_sessions import RunStore
 
 from . import catalog
 from .catalog import FLOW_BY_OPENER, Flow
@@ -78,6 +79,8 @@ CLAIM_LIMIT = 16
 # Capacity: attempts held at once. Beyond it pending attempts queue (Work ready,
 # attempt pending), as they do in a busy runtime.
 MAX_WORKERS = 40
+# Unrouted Events (of any source) the manual-Event recovery pass looks at per tick.
+MANUAL_SCAN = 500
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,6 @@ class Simulator(WorkerSteps):
         self.follow_ups: list[tuple[Nanos, Outgoing]] = []
         self.recent: deque[Outgoing] = deque(maxlen=200)
         self.skipped: set[str] = set()  # Events routing refused; retried never
-        self._manual: Callable[[], Any] | None = None
-        self._manual_checked = False
         self._claim_pause = 0  # ticks to skip the claim scan (wall clock only)
         self.run = self._setup()
         # Separate streams: drawing an ID never shifts a behavioural choice.
@@ -414,7 +415,7 @@ class Simulator(WorkerSteps):
             after = page[-1].sequence
             for stored in page:
                 if stored.event.source in catalog.MANUAL_SOURCES or stored.id in self.skipped:
-                    continue  # manual Events are the console's to apply
+                    continue  # manual Events are storage.ops.manual's to apply
                 handled += 1
                 self._route_event(stored)
 
@@ -605,20 +606,15 @@ class Simulator(WorkerSteps):
 
     # -- manual events ----------------------------------------------------------------
     def _apply_manual_events(self) -> None:
-        """Let the console apply operators' manual Events (console.actions owns their
-        meaning); skipped while that module or function does not exist."""
-        if not self._manual_checked:
-            self._manual_checked = True
-            self._manual = _manual_hook(self.store)
-        if self._manual is None:
-            return
+        """Apply operators' manual Events a crash left unrouted (``storage.ops.manual``
+        owns their meaning and the recipe). Bounded: the scan reads unrouted Events of
+        every source, once per tick."""
         try:
-            applied = self._manual()
+            applied = manual.apply_manual_events(self.store, max_scan=MANUAL_SCAN)
         except StorageError as exc:
             self._failed("apply manual events", exc)
             return
-        if isinstance(applied, list | tuple):
-            self.stats["manual"] += sum(bool(getattr(r, "done", True)) for r in applied)
+        self.stats["manual"] += sum(r.done for r in applied)
 
     def _failed(self, what: str, exc: StorageError) -> None:
         """Every storage error ends here, deliberately: counted and logged."""
@@ -645,20 +641,3 @@ def _wakes(wait: Wait, stored: StoredEvent) -> bool:
     if wait.types and stored.event.type not in wait.types:
         return False
     return not wait.keys or bool(set(wait.keys) & set(stored.event.keys))
-
-
-def _manual_hook(store: Store) -> Callable[[], Any] | None:
-    """``console.actions.apply_manual_events`` when the console provides it: operators'
-    manual Events left unrouted (a crash between their two transactions) get applied.
-    Imported lazily so the simulator does not depend on the console's progress."""
-    try:
-        from console import actions  # optional: written by another helper
-    except ImportError:
-        return None
-    fn = getattr(actions, "apply_manual_events", None)
-    if fn is None:
-        log.info("console.actions.apply_manual_events is absent: manual Events wait")
-        return None
-    # Bounded: the scan reads unrouted Events of every source, once per tick.
-    kwargs = {"max_scan": 500} if "max_scan" in inspect.signature(fn).parameters else {}
-    return lambda: fn(store, **kwargs)

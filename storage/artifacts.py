@@ -71,6 +71,7 @@ from typing import BinaryIO, Literal, Self
 
 from .clock import wall_clock
 from .errors import ArtifactError, Closed, Invalid, NotFound
+from .files import fsync_dir, fsync_open, make_dirs
 from .records import ArtifactRef, Nanos
 
 META_FORMAT = 1
@@ -175,14 +176,13 @@ class ArtifactWriter:
         self._file = None  # closed from here on, whatever happens below
         target = self._store._object_dir(self.id)
         try:
-            file.flush()
-            os.fsync(file.fileno())
+            fsync_open(file)
             ref = ArtifactRef(self.id, self._size, self.media_type, self._sha.hexdigest())
-            _write_meta(self._temp / _META, ref, self._store._clock())
+            write_meta(self._temp / _META, ref, self._store._clock())
             # The renamed directory must carry both entries (data, meta.json) durably.
-            _fsync_dir(self._temp)
+            fsync_dir(self._temp)
             os.replace(self._temp, target)  # the commit point
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
             # Closing releases the writer lock; only now may GC look at this ID.
             file.close()
         except BaseException as exc:
@@ -246,14 +246,14 @@ class FileArtifactStore:
         self._lock_path = self.root / "gc.lock"
         self._clock = clock
         try:
-            _make_dirs(self._objects)
-            _make_dirs(self._tmp)
+            make_dirs(self._objects)
+            make_dirs(self._tmp)
             # All 256 shards exist up front, so commit never creates a directory whose
             # own entry in objects/ another writer might publish into before it is
             # fsynced.
             for shard in range(256):
                 (self._objects / f"{shard:02x}").mkdir(exist_ok=True)
-            _fsync_dir(self._objects)
+            fsync_dir(self._objects)
         except OSError as exc:
             raise ArtifactError(f"artifact store at {self.root} is unusable: {exc}") from exc
 
@@ -437,7 +437,7 @@ class FileArtifactStore:
             os.rename(path, trash)
         except FileNotFoundError:
             return False
-        _fsync_dir(path.parent)  # so power loss cannot bring the artifact back
+        fsync_dir(path.parent)  # so power loss cannot bring the artifact back
         shutil.rmtree(trash, ignore_errors=True)
         return True
 
@@ -496,7 +496,9 @@ def _missing(artifact_id: str) -> str:
     return f"artifact {artifact_id!r} is not committed, was deleted or never existed"
 
 
-def _write_meta(path: Path, ref: ArtifactRef, committed_at: Nanos) -> None:
+def write_meta(path: Path, ref: ArtifactRef, committed_at: Nanos) -> None:
+    """Write an artifact's ``meta.json`` durably, as the store lays it out; a backup
+    writes the copies in its bundle with it, so a restored store reads them as its own."""
     meta = {
         "format": META_FORMAT,
         "id": ref.id,
@@ -507,8 +509,7 @@ def _write_meta(path: Path, ref: ArtifactRef, committed_at: Nanos) -> None:
     }
     with path.open("xb") as file:
         file.write(json.dumps(meta, sort_keys=True).encode())
-        file.flush()
-        os.fsync(file.fileno())
+        fsync_open(file)
 
 
 def _parse_meta(artifact_id: str, raw: bytes) -> StoredArtifact:
@@ -549,24 +550,3 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path, onexc=ignore_missing)
     else:
         path.unlink(missing_ok=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _make_dirs(path: Path) -> None:
-    """``mkdir -p`` that fsyncs the parent of each directory on the way, so the chain
-    of entries from an existing ancestor down to ``path`` is durable."""
-    missing: list[Path] = []
-    while not path.is_dir():
-        missing.append(path)
-        path = path.parent
-    for directory in reversed(missing):
-        directory.mkdir(exist_ok=True)
-        # Also when another process created it first: it may not have fsynced yet.
-        _fsync_dir(directory.parent)

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import InternalError, OperationalError, connections, transaction
 
-from conduit.env import env_bool, env_int, env_list, env_path, read_or_create_secret
+from conduit.env import env_bool, env_int, env_list, env_path
+from storage.files import read_or_create_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.actions import BULK_CAP, Action
+from console.actions import BULK_CAP
 from console.polling import read
 from console.works.filters import WorkFilter
 from console.works.reads import within
 from storage import Execution, NotFound, Timer, Tx, Wait, Work
-from storage.control import cancel_refusal, retry_refusal
+from storage.ops.control import cancel_refusal, retry_refusal
+from storage.ops.manual import Action
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.access import operator_required
 from console.actions import (
     BULK_CAP,
-    Action,
-    ActionResult,
-    apply_manual_events,
     do_bulk,
     do_cancel_work,
     do_retry_work,
+    message,
     new_token,
 )
 from console.actions import REQUEST_RECOVERY_SCAN as RECOVERY_SCAN
@@ -33,10 +31,11 @@ from console.errors import error_page, storage_errors
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest, View
 from console.operate.reads import BulkPlan, read_action_preview, read_bulk_plan
-from console.stores import get_store
 from console.urlstate import FilterError
 from console.works.filters import parse_work_filter
 from storage import StorageError
+from storage.default import default_store
+from storage.ops.manual import Action, ActionResult, apply_manual_events
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ def _recover() -> None:
     """Apply manual Events a crashed request left unrouted (bounded; never blocks the
     action in hand)."""
     try:
-        apply_manual_events(get_store(), max_scan=RECOVERY_SCAN)
+        apply_manual_events(default_store(), max_scan=RECOVERY_SCAN)
     except StorageError:
         log.exception("recovery of unrouted manual Events failed; the action goes on")
 
@@ -80,14 +79,14 @@ def _one_work(request: HtmxHttpRequest, act: Action, do: DoAction, work_id: str)
     if not form.is_valid():
         return _confirmation(request, act, work_id, form, status=400)
     result = do(
-        get_store(),
+        default_store(),
         username=request.user.get_username(),
         work_id=work_id,
         reason=form.cleaned_data["reason"],
         token=form.cleaned_data["token"],
     )
     level = messages.SUCCESS if result.done else messages.WARNING
-    messages.add_message(request, level, result.message)
+    messages.add_message(request, level, message(result))
     return redirect("work_detail", work_id=work_id)
 
 
@@ -153,7 +152,7 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         plan = read_bulk_plan(act, work_ids=ids[:BULK_CAP])
         return _bulk_page(request, plan, form, target, status=400)
     summary = do_bulk(
-        get_store(),
+        default_store(),
         username=request.user.get_username(),
         action=act,
         work_ids=ids,

@@ -13,9 +13,9 @@ from console.polling import seen_stamp, unchanged
 from console.runs.filters import format_run_key, parse_run_cursor, parse_run_filter, typed_until
 from console.runs.reads import read_run, read_run_list, read_unreadable_run
 from console.runs.tree import build_tree
-from console.stores import get_run_store
 from console.urlstate import PAGE_SIZES, FilterError
 from storage import Corrupt, RecordsNewer
+from storage.default import default_run_store
 from storage.runs import RUN_FORMATS, StoredRun
 from storage.runs.validate import validate_run
 
@@ -48,7 +48,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         return unchanged()
     ids = [row.record.run_id for row in listing.rows]
     # Ownership is the run store's (OS or advisory locks), asked without taking them.
-    owned = get_run_store().owned(ids) if ids else set()
+    owned = default_run_store().owned(ids) if ids else set()
     rows = [
         RunItem(s, s.record.run_id in owned, None if s.error else len(validate_run(s.record)))
         for s in listing.rows
@@ -83,7 +83,7 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
         "detail": detail,
         "record": record,
         "tree": build_tree(record, validate_run(record)),
-        "owned": run_id in get_run_store().owned([run_id]),
+        "owned": run_id in default_run_store().owned([run_id]),
     }
     return render_region(request, "console/run_detail.html", "run", context)
 

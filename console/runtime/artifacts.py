@@ -10,9 +10,9 @@ from django.http.response import HttpResponseBase
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page
 from console.runtime.reads import read_artifact_ref
-from console.stores import get_artifacts
 from storage import ArtifactError
 from storage.artifacts import ArtifactCorrupt
+from storage.default import default_artifacts
 
 
 @page
@@ -22,7 +22,7 @@ def artifact_download(
     """Stream an artifact attached to this Execution, always as a download: the bytes
     are whatever an executor wrote, so the browser must never render them."""
     ref = read_artifact_ref(execution_id, artifact_id)  # NotFound (404) unless attached
-    artifacts = get_artifacts()
+    artifacts = default_artifacts()
     try:
         # Content-Length comes from the reference: refuse content recorded otherwise.
         if artifacts.stat(ref).size != ref.size:

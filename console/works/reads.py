@@ -23,7 +23,7 @@ from storage import (
     WorkOrder,
     WorkQuery,
 )
-from storage.control import cancel_refusal, retry_refusal
+from storage.ops.control import cancel_refusal, retry_refusal
 
 TIMELINE_MAX = 200
 CHILDREN_MAX = 50

@@ -10,7 +10,6 @@ from django.urls import reverse
 
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
-from console.stores import get_artifacts
 from console.urlstate import FilterError
 from console.works.filters import (
     apply_search,
@@ -24,6 +23,7 @@ from console.works.filters import (
     raw_form,
 )
 from console.works.reads import find_work, read_work_detail, read_work_list
+from storage.default import default_artifacts
 
 TEMPLATE = "console/work_list.html"
 
@@ -69,7 +69,7 @@ def work_detail(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     if detail is None:
         return unchanged()
     # Artifact content lives beside the database: checked after the read, outside it.
-    artifacts = get_artifacts()
+    artifacts = default_artifacts()
     missing = {ref.id for x in detail.attempts for ref in x.artifacts if not artifacts.exists(ref)}
     context = {"detail": detail, "work": detail.work, "missing_artifacts": missing}
     return render_region(request, "console/work_detail.html", "work", context)

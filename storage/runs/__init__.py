@@ -1,8 +1,9 @@
-"""Durable run records (``../shared/spec/durable-run-records.txt``) on the same database
-as the coordination contract: records and their JSON codec, the ``RunQuery`` the console
-lists with, and the Store/Session contract (``RunStore.acquire`` -> ``Session``) with its
-implementations ``MemoryRunStore`` and ``OrmRunStore`` (``run_store_for(store)`` picks).
-``OrmRunStore`` needs Django's apps loaded before it is instantiated."""
+"""Durable run records (``docs/spec/durable-run-records.txt``) on the same database as
+the coordination contract: records and their JSON codec, the ``RunQuery`` the console
+lists with, and the record validator. Pure records on one floor: the Store/Session
+contract that owns runs (``RunStore.acquire`` -> ``Session``) is an operation above the
+Store, in ``storage.ops.run_sessions``; ``storage.default.default_run_store()`` builds
+the process's one."""
 
 from .codec import check_utf8, decode, encode
 from .query import check_run_id, select_run_rows
@@ -28,7 +29,6 @@ from .records import (
     ValueRecord,
     ValueState,
 )
-from .store import MemoryRunStore, OrmRunStore, RunSession, RunStore, Session, run_store_for
 
 __all__ = [
     "MAX_REVISION",
@@ -38,18 +38,13 @@ __all__ = [
     "AttemptRecord",
     "AttemptState",
     "ManagedRecord",
-    "MemoryRunStore",
     "MessageAttemptRecord",
     "NodeReason",
     "NodeRecord",
-    "OrmRunStore",
     "PendingMessage",
     "RunQuery",
     "RunRecord",
-    "RunSession",
-    "RunStore",
     "ScopeRecord",
-    "Session",
     "StoredRun",
     "StreamDescriptorRecord",
     "StreamRecord",
@@ -60,6 +55,5 @@ __all__ = [
     "check_utf8",
     "decode",
     "encode",
-    "run_store_for",
     "select_run_rows",
 ]

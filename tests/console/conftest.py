@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from console.access import OPERATORS_GROUP
-from console.stores import reset
+from storage.default import reset_defaults
 
 DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -22,9 +22,9 @@ DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 def fresh_store(settings, tmp_path) -> Iterator[None]:
     """A store opened over this test's (flushed) database and artifacts in tmp_path."""
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
-    reset()
+    reset_defaults()
     yield
-    reset()
+    reset_defaults()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from console.stores import get_artifacts, get_store
 from storage import (
     ArtifactRef,
     Binding,
@@ -31,12 +30,13 @@ from storage import (
     WorkState,
     seconds,
 )
+from storage.default import default_artifacts, default_store
 
 KIND = "billing.charge"
 
 
 def transact[T](fn: Callable[[Tx], T]) -> T:
-    return get_store().transact(Guard(), fn)
+    return default_store().transact(Guard(), fn)
 
 
 def scope(scope_id: str, *, parent: str = "", name: str = "") -> Scope:
@@ -245,6 +245,6 @@ def parked(work_id: str, *, timeout_in: float = 3600, **kw: object) -> Wait:
 
 
 def publish(data: bytes, media_type: str = "text/plain") -> ArtifactRef:
-    with get_artifacts().create(media_type) as writer:
+    with default_artifacts().create(media_type) as writer:
         writer.write(data)
         return writer.commit()

@@ -11,16 +11,16 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from console.stores import get_run_store
 from demo import graphs
 from demo.graphs import Plan
 from storage import NotFound
+from storage.default import default_run_store
 from storage.runs import RunRecord
 
 
 def save(record: RunRecord) -> RunRecord:
     """Save ``record`` as the run's next revision; returns it as stored."""
-    with get_run_store().acquire(record.run_id) as session:
+    with default_run_store().acquire(record.run_id) as session:
         try:
             current = session.load().revision
         except NotFound:

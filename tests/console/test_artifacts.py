@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from console.stores import get_artifacts
 from storage import ExecutionState
+from storage.default import default_artifacts
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -47,7 +47,7 @@ def test_it_only_serves_artifacts_attached_to_that_execution(as_bob, attached):
 
 def test_missing_content_is_a_clear_404_and_the_work_page_still_renders(as_bob, attached):
     x, ref = attached
-    get_artifacts().delete(ref)
+    default_artifacts().delete(ref)
 
     download = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
     page = as_bob.get("/works/w1")

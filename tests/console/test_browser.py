@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from console.actions import MANUAL_SOURCE
+from storage.ops.manual import MANUAL_SOURCE
 from tests.console import factories as f
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -7,10 +7,11 @@ import pytest
 
 import storage
 from console import actions
-from console.actions import MANUAL_SOURCE, Action, do_bulk, new_token
+from console.actions import do_bulk, new_token
 from console.operate import reads
-from console.stores import get_store
 from storage import WorkState
+from storage.default import default_store
+from storage.ops.manual import MANUAL_SOURCE, Action
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -18,7 +19,7 @@ pytestmark = DB
 
 
 def read(fn):
-    return storage.view(get_store(), None, fn)
+    return storage.view(default_store(), None, fn)
 
 
 def manual_events():
@@ -131,7 +132,7 @@ def test_bad_bulk_requests_are_400s(as_alice, params):
 def test_do_bulk_refuses_more_than_the_cap(alice):
     with pytest.raises(storage.Invalid, match="at most"):
         do_bulk(
-            get_store(),
+            default_store(),
             username="alice",
             action=Action.CANCEL,
             work_ids=[f"w{i}" for i in range(actions.BULK_CAP + 1)],
@@ -144,7 +145,7 @@ def test_do_bulk_skips_missing_works_with_the_reason(alice):
     f.work("w1")
 
     summary = do_bulk(
-        get_store(),
+        default_store(),
         username="alice",
         action="cancel",
         work_ids=["w1", "ghost"],

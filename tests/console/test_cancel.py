@@ -5,9 +5,10 @@ import json
 import pytest
 
 import storage
-from console.actions import MANUAL_SOURCE, do_cancel_work, new_token
-from console.stores import get_store
+from console.actions import do_cancel_work, new_token
 from storage import ExecutionState, Fenced, Guard, LeaseRef, NotFound, WaitState, WorkState
+from storage.default import default_store
+from storage.ops.manual import MANUAL_SOURCE
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -15,7 +16,7 @@ pytestmark = DB
 
 
 def read(fn):
-    return storage.view(get_store(), None, fn)
+    return storage.view(default_store(), None, fn)
 
 
 def manual_events(work_id: str):
@@ -74,7 +75,7 @@ def test_a_stale_completion_is_fenced_after_cancel(as_alice):
 
     lease = LeaseRef(x.id, x.owner, x.epoch)
     with pytest.raises(Fenced):
-        get_store().transact(Guard(lease=lease), lambda tx: tx.execution(x.id))
+        default_store().transact(Guard(lease=lease), lambda tx: tx.execution(x.id))
 
 
 def test_a_double_submit_of_one_form_has_one_effect(as_alice, parked_work):
@@ -129,10 +130,12 @@ def test_do_cancel_work_is_the_same_function_for_every_caller(alice):
     f.work("w1")
 
     result = do_cancel_work(
-        get_store(), username="alice", work_id="w1", reason="cli", token=new_token()
+        default_store(), username="alice", work_id="w1", reason="cli", token=new_token()
     )
 
     assert result.done
     assert result.applied_now
     with pytest.raises(NotFound):
-        do_cancel_work(get_store(), username="alice", work_id="nope", reason="x", token=new_token())
+        do_cancel_work(
+            default_store(), username="alice", work_id="nope", reason="x", token=new_token()
+        )

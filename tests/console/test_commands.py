@@ -6,9 +6,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import storage
-from console.actions import MANUAL_SOURCE
-from console.stores import get_store
 from storage import WorkState
+from storage.default import default_store
+from storage.ops.manual import MANUAL_SOURCE
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -16,7 +16,7 @@ pytestmark = DB
 
 
 def read(fn):
-    return storage.view(get_store(), None, fn)
+    return storage.view(default_store(), None, fn)
 
 
 def test_an_operator_cancels_from_the_shell(alice):

@@ -19,7 +19,6 @@ from django.core.management import call_command
 from django.db import connections
 
 from console.dashboard.reads import parse_window, read_dashboard
-from console.stores import get_store
 from console.urlstate import parse_since
 from storage import (
     LIVE_EXECUTION_STATES,
@@ -29,6 +28,7 @@ from storage import (
     WorkState,
     view,
 )
+from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -134,7 +134,7 @@ def independent(root: str | None, now: int) -> dict[str, object]:
             },
         }
 
-    return view(get_store(), now, count)
+    return view(default_store(), now, count)
 
 
 @pytest.mark.parametrize(("path", "root"), [("/dashboard", None), ("/dashboard/acme", "acme")])

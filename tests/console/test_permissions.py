@@ -6,8 +6,8 @@ from django.test import Client
 
 import storage
 from console.actions import new_token
-from console.stores import get_store
 from storage import WorkState
+from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -29,7 +29,7 @@ PAGES = [
 
 
 def state_of(work_id: str) -> WorkState:
-    return storage.view(get_store(), None, lambda tx: tx.work(work_id).state)
+    return storage.view(default_store(), None, lambda tx: tx.work(work_id).state)
 
 
 @pytest.fixture

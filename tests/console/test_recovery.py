@@ -6,15 +6,10 @@ from io import StringIO
 from django.core.management import call_command
 
 import storage
-from console.actions import (
-    Action,
-    _record,
-    apply_manual_events,
-    do_apply_manual_event,
-    new_token,
-)
-from console.stores import get_store
+from console.actions import new_token
 from storage import Guard, WorkState
+from storage.default import default_store
+from storage.ops.manual import Action, apply_manual_events, do_apply_manual_event, record
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -22,14 +17,14 @@ pytestmark = DB
 
 
 def read(fn):
-    return storage.view(get_store(), None, fn)
+    return storage.view(default_store(), None, fn)
 
 
 def record_only(action: Action, work_id: str, token: str | None = None):
     """tx 1 alone, as if the process died right after it committed."""
-    stored, added = get_store().transact(
+    stored, added = default_store().transact(
         Guard(),
-        lambda tx: _record(tx, action, "alice", work_id, "crash test", token or new_token()),
+        lambda tx: record(tx, action, "alice", work_id, "crash test", token or new_token()),
     )
     assert added
     return stored
@@ -53,8 +48,8 @@ def test_applying_the_same_event_twice_applies_it_once():
     f.work("w1")
     stored = record_only(Action.CANCEL, "w1")
 
-    first = do_apply_manual_event(get_store(), stored.id)
-    second = do_apply_manual_event(get_store(), stored.id)
+    first = do_apply_manual_event(default_store(), stored.id)
+    second = do_apply_manual_event(default_store(), stored.id)
 
     assert first.applied_now
     assert first.done
@@ -80,7 +75,7 @@ def test_a_replayed_form_after_a_crash_applies_the_recorded_event(alice):
 
     from console.actions import do_retry_work
 
-    result = do_retry_work(get_store(), username="alice", work_id="w1", reason="x", token=token)
+    result = do_retry_work(default_store(), username="alice", work_id="w1", reason="x", token=token)
 
     assert result.duplicate
     assert result.done
@@ -92,7 +87,7 @@ def test_recovery_leaves_other_unrouted_events_alone():
     f.event("other", work_id="w1", source="github")
     f.event("manual-wake", work_id="w1", source="core.manual", type="core.manual.wake")
 
-    assert apply_manual_events(get_store()) == []
+    assert apply_manual_events(default_store()) == []
     assert read(lambda tx: [e.id for e in tx.unrouted_events()]) == ["other", "manual-wake"]
 
 
@@ -100,7 +95,7 @@ def test_a_manual_event_for_a_terminal_work_is_refused_on_replay():
     f.completed("w1")
     stored = record_only(Action.CANCEL, "w1")
 
-    [result] = apply_manual_events(get_store())
+    [result] = apply_manual_events(default_store())
 
     assert result.event_id == stored.id
     assert result.reason == "Work is already completed"

@@ -3,9 +3,10 @@
 import pytest
 
 import storage
-from console.actions import MANUAL_SOURCE, do_retry_work, new_token, retry_attempt_id
-from console.stores import get_store
+from console.actions import do_retry_work, new_token
 from storage import ExecutionState, WorkState
+from storage.default import default_store
+from storage.ops.manual import MANUAL_SOURCE, retry_attempt_id
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -13,7 +14,7 @@ pytestmark = DB
 
 
 def read(fn):
-    return storage.view(get_store(), None, fn)
+    return storage.view(default_store(), None, fn)
 
 
 def test_the_confirmation_names_the_next_attempt(as_alice):
@@ -78,7 +79,7 @@ def test_a_token_reused_for_another_action_is_refused(alice):
     f.exhausted("w1")
     f.exhausted("w2")
     token = new_token()
-    do_retry_work(get_store(), username="alice", work_id="w1", reason="x", token=token)
+    do_retry_work(default_store(), username="alice", work_id="w1", reason="x", token=token)
 
     with pytest.raises(storage.Invalid, match="already used for another action"):
-        do_retry_work(get_store(), username="alice", work_id="w2", reason="x", token=token)
+        do_retry_work(default_store(), username="alice", work_id="w2", reason="x", token=token)

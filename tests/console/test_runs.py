@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from django.db import connections
 
-from console.stores import get_run_store, get_store
+from storage.default import default_run_store, default_store
 from storage.runs import AttemptRecord, AttemptState, RunRecord, ScopeRecord
 from tests.console import runfactories as rf
 from tests.console.conftest import DB
@@ -36,7 +36,7 @@ def rows_of(html: str) -> list[str]:
 
 
 def planted(run_id: str, at: int, *, data: bytes | None = None, fmt: int = 1) -> None:
-    plant(get_store(), row(run_id, data or format1_json(run_id, 1), fmt=fmt, at=at))
+    plant(default_store(), row(run_id, data or format1_json(run_id, 1), fmt=fmt, at=at))
 
 
 # ---------------------------------------------------------------- the list
@@ -47,7 +47,7 @@ def test_the_list_shows_format_revision_update_owned_and_check(as_alice):
     rf.save(rf.until("checkout/1", rf.Plan("checkout")))  # revision 2
     rf.payment("payment/1")
 
-    with get_run_store().acquire("payment/1"):
+    with default_run_store().acquire("payment/1"):
         html = as_alice.get("/runs").content.decode()
 
     assert rows_of(html) == ["payment/1", "checkout/1"]  # most recently saved first
@@ -344,7 +344,7 @@ def test_a_wrong_digest_is_a_finding_linked_to_its_node(as_alice):
 def test_the_page_says_whether_a_session_owns_the_run_and_never_takes_it(as_alice):
     record = rf.checkout("checkout/1")
 
-    with get_run_store().acquire("checkout/1") as session:
+    with default_run_store().acquire("checkout/1") as session:
         held = as_alice.get("/runs/checkout/1").content.decode()
         # Asking did not disturb the owner: its save still goes through.
         assert session.save(record, record.revision) == record.revision + 1

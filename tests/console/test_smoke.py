@@ -96,10 +96,10 @@ def test_a_migration_creates_the_operators_group():
 
 
 @DB
-def test_ensure_dev_operator_creates_a_superuser_once(monkeypatch, settings, tmp_path):
+def test_ensure_dev_operator_creates_a_superuser_once(settings, tmp_path):
     settings.DATA_DIR = tmp_path
-    monkeypatch.delenv("CONDUIT_DEV_PASSWORD", raising=False)
-    monkeypatch.setenv("CONDUIT_DEV_USER", "devop")
+    settings.DEV_PASSWORD = ""
+    settings.DEV_USER = "devop"
 
     first, second = io.StringIO(), io.StringIO()
     call_command("ensure_dev_operator", stdout=first)

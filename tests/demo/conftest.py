@@ -2,13 +2,13 @@
 
 import pytest
 
-from console import stores
+from storage.default import reset_defaults
 
 
 @pytest.fixture(autouse=True)
 def fresh_stores(settings, tmp_path):
     """Point the artifact store at tmp_path; forget stores cached by earlier tests."""
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
-    stores.reset()
+    reset_defaults()
     yield
-    stores.reset()
+    reset_defaults()

@@ -4,9 +4,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from console.stores import get_artifacts, get_store
 from demo.generator import Generator
 from storage import WorkQuery, view
+from storage.default import default_artifacts, default_store
 from storage.memory import MemoryStore
 from tests.demo.invariants import problems
 from tests.demo.support import census
@@ -20,7 +20,7 @@ def test_generate_writes_the_requested_work_in_every_state():
     out = io.StringIO()
     call_command("generate", works=2000, seed=5, batch=500, no_progress=True, stdout=out)
 
-    store = get_store()
+    store = default_store()
     assert view(store, None, lambda tx: tx.count_works(WorkQuery())) == 2000
     assert "generate: 2000 Work" in out.getvalue()
     assert "Work/s" in out.getvalue()
@@ -54,7 +54,7 @@ def test_generated_history_is_spread_over_past_days_oldest_first():
     def times(tx):
         return sorted({w.created_at for w in tx.works()})
 
-    created = view(get_store(), None, times)
+    created = view(default_store(), None, times)
     assert len(created) >= 6  # one instant per transaction
     day = 86_400 * 10**9
     assert created[-1] - created[0] > 7 * day
@@ -64,9 +64,9 @@ def test_generated_history_is_spread_over_past_days_oldest_first():
 def test_generated_artifacts_open():
     call_command("generate", works=200, seed=4, batch=100, no_progress=True, stdout=io.StringIO())
 
-    refs = view(get_store(), None, lambda tx: [r for x in tx.executions() for r in x.artifacts])
+    refs = view(default_store(), None, lambda tx: [r for x in tx.executions() for r in x.artifacts])
     assert refs
-    with get_artifacts().open(refs[0]) as f:
+    with default_artifacts().open(refs[0]) as f:
         assert len(f.read()) == refs[0].size
 
 
@@ -80,7 +80,7 @@ def test_the_orm_backend_writes_the_same_history_as_the_reference_double():
         Generator(store, 1200, seed=3, batch=300, days=2, end=end).run()
         return census(store)
 
-    assert history(get_store()) == history(MemoryStore())
+    assert history(default_store()) == history(MemoryStore())
 
 
 @db

@@ -21,9 +21,9 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 PASSWORD = "demo-run-password-42"
 COUNT_EVENTS = (
     "import django; django.setup()\n"
-    "from console.stores import get_store\n"
+    "from storage.default import default_store\n"
     "from storage import view\n"
-    "print(view(get_store(), None, lambda tx: tx.latest_sequence()))\n"
+    "print(view(default_store(), None, lambda tx: tx.latest_sequence()))\n"
 )
 
 

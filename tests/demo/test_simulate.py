@@ -5,17 +5,17 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from console.stores import get_artifacts, get_store
 from demo.graphruns import GraphRunner
 from demo.graphs import PROVIDES
 from demo.runtime import Simulator
 from storage import ExecutionState, Guard, WorkState, view
 from storage.artifacts import FileArtifactStore
-from storage.control import cancel_work, retry_work
+from storage.default import default_artifacts, default_store
 from storage.memory import MemoryStore
+from storage.ops.control import cancel_work, retry_work
+from storage.ops.run_sessions import MemoryRunStore
 from storage.runs import (
     AttemptState,
-    MemoryRunStore,
     NodeReason,
     RunQuery,
     Terminal,
@@ -51,7 +51,7 @@ def totals(output: str) -> dict[str, int]:
 @db
 def test_simulate_once_produces_every_record_and_state_the_console_shows():
     output = simulate(once=TICKS, seed=SEED, rate=RATE)
-    store = get_store()
+    store = default_store()
 
     seen = census(store)
     assert set(seen.works) >= {"ready", "running", "waiting", "completed", "failed"}
@@ -92,7 +92,7 @@ def assert_artifacts_open(store):
     refs = view(store, None, lambda tx: [r for x in tx.executions() for r in x.artifacts])
     assert {r.media_type for r in refs} == {"text/plain", "application/json"}
     for ref in refs[:20]:
-        with get_artifacts().open(ref) as f:
+        with default_artifacts().open(ref) as f:
             data = f.read()
         assert len(data) == ref.size
         assert hashlib.sha256(data).hexdigest() == ref.sha256
@@ -108,8 +108,8 @@ def exhausted_works(tx):
 
 @db
 def test_it_honours_an_operator_cancel_and_an_operator_retry():
-    store = get_store()
-    sim = Simulator(store, get_artifacts(), seed=SEED, rate=RATE)
+    store = default_store()
+    sim = Simulator(store, default_artifacts(), seed=SEED, rate=RATE)
     for _ in range(TICKS):
         sim.tick()
     held = next(iter(sim.workers.values()))
@@ -140,7 +140,7 @@ def test_it_honours_an_operator_cancel_and_an_operator_retry():
 @db
 def test_the_same_seed_gives_the_same_history_on_any_fresh_store(tmp_path):
     simulate(once=40, seed=SEED, rate=RATE)
-    on_sqlite = census(get_store())
+    on_sqlite = census(default_store())
 
     def in_memory(seed, ticks):
         # The store's own clock is the host's: the simulator's Sessions must save on
@@ -158,14 +158,14 @@ def test_the_same_seed_gives_the_same_history_on_any_fresh_store(tmp_path):
 @db
 def test_a_second_run_on_the_same_store_never_reuses_an_id():
     simulate(once=10, seed=SEED, rate=RATE)
-    first = census(get_store())
+    first = census(default_store())
 
     simulate(once=10, seed=SEED, rate=RATE)
 
-    second = census(get_store())
+    second = census(default_store())
     assert second.events > first.events
     assert sum(second.works.values()) > sum(first.works.values())
-    assert problems(get_store()) == []
+    assert problems(default_store()) == []
 
 
 def graph_runs(store):

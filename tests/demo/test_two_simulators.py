@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from console.stores import get_store
 from storage import Conflict, Guard, Invalid, view
-from storage.control import cancel_work
+from storage.default import default_store
+from storage.ops.control import cancel_work
 from tests.demo.invariants import problems
 from tests.demo.support import census
 
@@ -35,7 +35,7 @@ def test_two_simulators_and_an_operator_cancelling_leave_a_consistent_store(tmp_
         )
         for seed in (11, 12)
     ]
-    store = get_store()
+    store = default_store()
     rng = random.Random(5)  # noqa: S311 - picks a Work to cancel
     cancelled = 0
     deadline = time.monotonic() + 300

@@ -6,16 +6,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from console.actions import apply_manual_events
-from console.stores import get_store
+from console.actions import message
+from storage.default import default_store
+from storage.ops.manual import apply_manual_events
 
 
 class Command(BaseCommand):
     help = "Apply unrouted console cancel/retry Events exactly once."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        results = apply_manual_events(get_store())
+        results = apply_manual_events(default_store())
         for result in results:
-            self.stdout.write(f"{result.event_id}: {result.message}")
+            self.stdout.write(f"{result.event_id}: {message(result)}")
         applied = sum(1 for r in results if r.applied_now)
         self.stdout.write(self.style.SUCCESS(f"{applied} manual Event(s) applied."))

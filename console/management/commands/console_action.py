@@ -12,9 +12,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console.access import is_operator
-from console.actions import Action, do_cancel_work, do_retry_work, new_token
-from console.stores import get_store
+from console.actions import do_cancel_work, do_retry_work, message, new_token
 from storage import StorageError
+from storage.default import default_store
+from storage.ops.manual import Action
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         do = do_cancel_work if options["action"] == Action.CANCEL else do_retry_work
         try:
             result = do(
-                get_store(),
+                default_store(),
                 username=user.get_username(),
                 work_id=options["work_id"],
                 reason=options["reason"],
@@ -45,5 +46,5 @@ class Command(BaseCommand):
         except StorageError as exc:
             raise CommandError(str(exc)) from exc
         if not result.done:
-            raise CommandError(result.message)
-        self.stdout.write(self.style.SUCCESS(result.message))
+            raise CommandError(message(result))
+        self.stdout.write(self.style.SUCCESS(message(result)))

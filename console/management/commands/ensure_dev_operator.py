@@ -1,6 +1,6 @@
 """Create or refresh the development operator account that `make run` prints.
 
-Username and password come from CONDUIT_DEV_USER / CONDUIT_DEV_PASSWORD; without a
+Username and password come from the settings DEV_USER / DEV_PASSWORD; without a
 password one is generated once and kept in DATA_DIR/dev_password (mode 0600), so the
 account survives restarts with the same credentials.
 """
@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from conduit.env import env_str, read_or_create_secret
+from storage.files import read_or_create_secret
 
 
 class Command(BaseCommand):
@@ -20,12 +20,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.PRODUCTION:
             raise CommandError("ensure_dev_operator refuses to run with CONDUIT_PRODUCTION=true")
-        username = env_str("CONDUIT_DEV_USER", "operator").strip()
+        username = settings.DEV_USER
         if not username:
-            raise CommandError("CONDUIT_DEV_USER must not be empty")
+            raise CommandError("the DEV_USER setting (CONDUIT_DEV_USER) must not be empty")
         password_file = settings.DATA_DIR / "dev_password"
-        password = env_str("CONDUIT_DEV_PASSWORD", "")
-        source = "from CONDUIT_DEV_PASSWORD"
+        password = settings.DEV_PASSWORD
+        source = "from the DEV_PASSWORD setting (CONDUIT_DEV_PASSWORD)"
         if not password:
             password = read_or_create_secret(password_file, nbytes=12)
             source = f"stored in {password_file}"

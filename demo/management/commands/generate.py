@@ -15,9 +15,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console.stores import get_artifacts, get_store
 from demo.generator import Generator
 from storage import StorageError
+from storage.default import default_artifacts, default_store
 
 
 class Command(BaseCommand):
@@ -41,12 +41,12 @@ class Command(BaseCommand):
         # fifth of the cost of each storage operation, and nothing here reads them.
         settings.DEBUG = False
         generator = Generator(
-            get_store(),
+            default_store(),
             works,
             seed=options["seed"],
             batch=options["batch"],
             days=options["days"],
-            artifacts=get_artifacts(),
+            artifacts=default_artifacts(),
             progress=_progress if show else None,
         )
         try:

@@ -19,10 +19,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console.stores import get_artifacts, get_store
 from demo.runtime import Simulator
 from storage import StorageError
-from storage.backfill import run_backfills
+from storage.default import default_artifacts, default_store
+from storage.ops.backfill import run_backfills
 
 log = logging.getLogger("demo.simulate")
 
@@ -70,10 +70,10 @@ class Command(BaseCommand):
         sim: Simulator | None = None
         try:
             # A runtime runs the startup backfills before it routes anything.
-            run_backfills(get_store())
+            run_backfills(default_store())
             sim = Simulator(
-                get_store(),
-                get_artifacts(),
+                default_store(),
+                default_artifacts(),
                 seed=options["seed"],
                 fake_clock=clock == "fake",
                 rate=rate,

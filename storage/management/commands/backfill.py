@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from storage import StorageError
-from storage.backfill import DEFAULT_BATCH, run_backfills
+from storage.ops.backfill import DEFAULT_BATCH, run_backfills
 from storage.orm import OrmStore
 
 

@@ -210,7 +210,7 @@ def test_attempt_exhaustion(store: Store, clock: FakeClock) -> None:
     automatic attempt fails the Work stays ready with no timer; an operator retry (a
     core.manual Event, then retry_work and MarkRouted) creates attempt N+1 with the
     same binding and executor."""
-    from storage.control import retry_work
+    from storage.ops.control import retry_work
 
     binding = Binding(name="default", executor="shell", pass_env=("HOME",))
     put_works(store, make_work("w1"))
@@ -259,7 +259,7 @@ def test_attempt_exhaustion(store: Store, clock: FakeClock) -> None:
 def test_terminal_failure_policy(store: Store, clock: FakeClock) -> None:
     """R-04, R-09: the failed attempt and Work -> failed commit in one tx; retry of
     failed Work is refused; a successor needs distinct keys."""
-    from storage.control import retry_work
+    from storage.ops.control import retry_work
 
     k = key("issue-1")
     start_attempt(store, keys=[k])
@@ -281,7 +281,7 @@ def test_terminal_failure_policy(store: Store, clock: FakeClock) -> None:
 def test_retry_work_rules(store: Store, clock: FakeClock) -> None:
     """R-03, R-05 (lead rule): retry_work needs nonterminal Work without a live
     attempt (Conflict otherwise) and returns it to ready with attempt N+1."""
-    from storage.control import retry_work
+    from storage.ops.control import retry_work
 
     start_attempt(store, executor="docker")
     fails(store, Conflict, lambda t: retry_work(t, "w1", "x2"), "retry beside a running attempt")
@@ -372,7 +372,7 @@ def test_cancel_work(store: Store, clock: FakeClock) -> None:
     """R-06: cancel_work cancels the nonterminal attempt, cancels active waits,
     deletes the Work's timers and cancels the Work, in one transaction; a failure
     after it leaves everything as it was."""
-    from storage.control import cancel_work
+    from storage.ops.control import cancel_work
 
     _waiting_work_with_timers(store, clock)
     before = inventory(store)
@@ -409,7 +409,7 @@ def test_cancellation_fencing(store: Store, clock: FakeClock) -> None:
     """Scenario "cancellation fencing" (R-07, L-07, O-05): after a cancel commits, a
     transaction guarded by the old lease is Fenced before its callback runs; a stale
     completion cannot reverse the cancellation."""
-    from storage.control import cancel_work
+    from storage.ops.control import cancel_work
 
     lease = start_attempt(store)
     tx(store, lambda t: cancel_work(t, "w1"))
@@ -441,7 +441,7 @@ def test_cancellation_fencing(store: Store, clock: FakeClock) -> None:
 
 def test_cancel_terminal_work_refused(store: Store, clock: FakeClock) -> None:
     """R-08: cancelling terminal Work is Invalid and changes nothing."""
-    from storage.control import cancel_work
+    from storage.ops.control import cancel_work
 
     start_attempt(store)
     tx(store, lambda t: terminate(t, "x1", X_COMPLETED, COMPLETED))

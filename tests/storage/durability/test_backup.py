@@ -17,10 +17,8 @@ from django.db import connections
 from pytest_django import Settings as SettingsWrapper
 
 from storage import Guard, LeaseRef, seconds
-from storage import backup as backup_module
-from storage import bundle as bundle_module
 from storage.artifacts import FileArtifactStore
-from storage.backup import (
+from storage.durability import (
     DATABASE,
     MANIFEST,
     RESTORED_DATABASE,
@@ -28,6 +26,8 @@ from storage.backup import (
     load_manifest,
     mark_retention_expired,
 )
+from storage.durability import bundle as bundle_module
+from storage.durability import sqlite as backup_module
 from storage.orm import OrmStore
 
 from ..support.backup import (

@@ -26,7 +26,7 @@ from pytest_django import Settings as SettingsWrapper
 
 from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
-from storage.backup import DUMP, MANIFEST, create_pg_backup
+from storage.durability import DUMP, MANIFEST, create_pg_backup
 
 from ..support.backup import (
     AFTER_RESTORE,

@@ -190,7 +190,7 @@ def test_an_older_or_equal_record_format_opens_and_is_raised_to_ours(
 FIXTURE_CHECK = """
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from storage.backfill import backfill_event_scopes, backfill_executors
+from storage.ops.backfill import backfill_event_scopes, backfill_executors
 from storage.runs import RunQuery, RunRecord
 from dataclasses import replace
 from django.core.management import call_command

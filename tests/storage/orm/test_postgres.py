@@ -22,11 +22,12 @@ import psycopg
 import pytest
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
 from django.db.utils import InternalError
+from pytest_django import Settings as SettingsWrapper
 
-import storage.pg
+import storage.durability.postgres
 from storage import Conflict, Guard, NotFound, ReadOnly, Tx, Unavailable, Work
+from storage.durability.postgres import pg_dump_snapshot, pg_dump_with, pg_restore_dump
 from storage.orm import WRITERS_LOCK, OrmStore, translate_errors
-from storage.pg import pg_dump_snapshot, pg_dump_with, pg_restore_dump
 
 from ..support import BLOCK_TIMEOUT, FakeClock, Worker, make_work, payload
 from ..support.proc import finish, spawn, wait_for
@@ -429,9 +430,9 @@ def test_a_dump_restores_into_another_database_and_again_over_it(
 
 
 def test_pg_dump_snapshot_reports_a_missing_pg_dump(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, settings: SettingsWrapper
 ) -> None:
-    monkeypatch.setenv("CONDUIT_PG_BINDIR", str(tmp_path / "nowhere"))
+    settings.STORAGE_PG_BINDIR = str(tmp_path / "nowhere")
     with pytest.raises(Unavailable, match="pg_dump not found"):
         pg_dump_snapshot(tmp_path / "x.dump")
     assert list(tmp_path.iterdir()) == []
@@ -440,7 +441,7 @@ def test_pg_dump_snapshot_reports_a_missing_pg_dump(
 def test_pg_dump_snapshot_reports_a_failed_dump_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.pg, "pg_tool", lambda name: "/bin/false")
+    monkeypatch.setattr(storage.durability.postgres, "pg_tool", lambda name: "/bin/false")
     with pytest.raises(Unavailable, match=r"pg_dump failed \(exit 1\)"):
         pg_dump_snapshot(tmp_path / "x.dump")
     assert list(tmp_path.iterdir()) == []

@@ -12,9 +12,9 @@ import pytest
 from django.db import connections
 
 from storage import Busy, Closed, Guard, Unavailable
+from storage.ops.run_locks import FileLocks, _flock, _same_file, advisory_key
+from storage.ops.run_sessions import OrmRunStore
 from storage.orm import WRITERS_LOCK, OrmStore
-from storage.runs import OrmRunStore
-from storage.runs.locks import FileLocks, _flock, _same_file, advisory_key
 
 from ..support.runs import ordinary_record
 

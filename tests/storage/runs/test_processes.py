@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from storage import Busy, view
+from storage.ops.run_sessions import OrmRunStore
 from storage.orm import OrmStore
-from storage.runs import OrmRunStore, RunQuery
+from storage.runs import RunQuery
 
 from ..support.proc import finish, release, spawn, wait_for
 
@@ -25,7 +26,8 @@ pytestmark = [
 
 # Every child opens the run store over the test database with the test's lock folder.
 OPEN = """
-from storage.runs import OrmRunStore, RunRecord
+from storage.ops.run_sessions import OrmRunStore
+from storage.runs import RunRecord
 runs = OrmRunStore(OrmStore(), lock_dir=Path(sys.argv[1]))
 """
 

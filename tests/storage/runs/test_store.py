@@ -32,6 +32,7 @@ from storage import (
     read_only,
     view,
 )
+from storage.ops.run_sessions import RunStore
 from storage.runs import (
     MAX_REVISION,
     RUN_FORMAT,
@@ -40,7 +41,6 @@ from storage.runs import (
     AttemptState,
     RunQuery,
     RunRecord,
-    RunStore,
     StoredRun,
     encode,
 )

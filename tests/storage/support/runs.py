@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from storage import Guard, Store
 from storage.core import BaseTx
+from storage.ops.run_sessions import RunStore
 from storage.runs import (
     AttemptRecord,
     AttemptState,
@@ -25,7 +26,6 @@ from storage.runs import (
     NodeRecord,
     PendingMessage,
     RunRecord,
-    RunStore,
     ScopeRecord,
     StreamDescriptorRecord,
     StreamRecord,
@@ -276,15 +276,15 @@ def row(run_id: str, data: bytes, *, revision: int = 1, fmt: int = 1, at: int = 
 
 
 def open_run_store(backend: str, store: Store, lock_dir: Path) -> RunStore:
-    from storage.runs import MemoryRunStore
+    from storage.ops.run_sessions import MemoryRunStore
 
     if backend == "memory":
         from storage.memory import MemoryStore
 
         assert isinstance(store, MemoryStore)
         return MemoryRunStore(store)
+    from storage.ops.run_sessions import OrmRunStore
     from storage.orm import OrmStore
-    from storage.runs import OrmRunStore
 
     assert isinstance(store, OrmStore)
     return OrmRunStore(store, lock_dir=lock_dir)

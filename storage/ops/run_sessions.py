@@ -10,8 +10,8 @@ from those transactions and lives here:
 - ``MemoryRunStore``: an in-process set per ``MemoryStore`` (the spec's MemoryStore:
   no cross-process ownership, no persistence).
 - ``OrmRunStore`` on SQLite: one Linux OFD lock per run on a file under
-  ``CONDUIT_DATA_DIR/run-locks/``; on PostgreSQL: a session advisory lock on a
-  connection the Session holds for its life (``storage.runs.locks``). Both end when the
+  ``<settings.DATA_DIR>/run-locks/``; on PostgreSQL: a session advisory lock on a
+  connection the Session holds for its life (``storage.ops.run_locks``). Both end when the
   process dies, and both can be queried by ``owned`` without being taken.
 """
 
@@ -28,9 +28,9 @@ from ..api import Store
 from ..errors import Busy, Closed, Invalid, NotFound, Unavailable
 from ..readonly import view
 from ..records import Guard, Nanos
-from .locks import AdvisoryLocks, FileLocks, Hold, Owners
-from .query import check_run_id
-from .records import RunRecord
+from ..runs.query import check_run_id
+from ..runs.records import RunRecord
+from .run_locks import AdvisoryLocks, FileLocks, Hold, Owners
 
 if TYPE_CHECKING:
     from ..memory import MemoryStore
@@ -270,7 +270,7 @@ class MemoryRunStore(_RunStoreBase):
 
 class OrmRunStore(_RunStoreBase):
     """Run records in the ORM store's database, owned through the engine's lock: OFD
-    file locks under ``lock_dir`` (default ``CONDUIT_DATA_DIR/run-locks``) on SQLite,
+    file locks under ``lock_dir`` (default ``<settings.DATA_DIR>/run-locks``) on SQLite,
     session advisory locks on PostgreSQL."""
 
     def __init__(
@@ -291,17 +291,3 @@ class OrmRunStore(_RunStoreBase):
             database = Path(conn.settings_dict["NAME"]).resolve()
             owners = FileLocks(lock_dir or Path(settings.DATA_DIR) / "run-locks", database)
         super().__init__(store, owners, clock)
-
-
-def run_store_for(store: Store, *, clock: Callable[[], Nanos] | None = None) -> RunStore:
-    """The run store over ``store``'s data: MemoryStore or OrmStore. ``clock`` is the
-    saves' Guard clock (default: the store's)."""
-    from ..memory import MemoryStore
-
-    if isinstance(store, MemoryStore):
-        return MemoryRunStore(store, clock=clock)
-    from ..orm import OrmStore
-
-    if isinstance(store, OrmStore):
-        return OrmRunStore(store, clock=clock)
-    raise Invalid(f"no run store for {type(store).__name__}")

@@ -195,7 +195,7 @@ _local: set[tuple[str, str]] = set()
 
 class AdvisoryLocks:
     def __init__(self, using: str, view_using: str) -> None:
-        from ..pg import settings_target
+        from ..pg_url import settings_target
 
         self._using = using
         self._view_using = view_using
@@ -203,7 +203,7 @@ class AdvisoryLocks:
         self._database = f"{target.host}:{target.port}/{target.name}"
 
     def _connect(self) -> psycopg.Connection[Any]:
-        from ..pg import pg_connect, settings_target
+        from ..pg_url import pg_connect, settings_target
 
         return pg_connect(
             settings_target(self._using),

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .api import Tx
-from .errors import Conflict, Invalid
-from .records import Execution, ExecutionState, WaitState, Work, WorkState
+from ..api import Tx
+from ..errors import Conflict, Invalid
+from ..records import Execution, ExecutionState, WaitState, Work, WorkState
 
 
 @dataclass(frozen=True, slots=True)

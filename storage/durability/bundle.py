@@ -1,8 +1,10 @@
-"""The backup bundle: its manifest and the file operations that build and read it.
+"""The backup bundle: its manifest, what its snapshot references, and the file
+operations that build and read it.
 
-``storage.backup`` makes, verifies and restores bundles; this module says what one is.
-A bundle is a directory holding ``db.sqlite3`` (the database snapshot; on PostgreSQL
-``db.dump``, a ``pg_dump`` custom-format file taken in one snapshot),
+The engine modules (``sqlite``, ``postgres``) make and restore bundles, ``verify``
+checks them; this module says what one is. A bundle is a directory holding
+``db.sqlite3`` (the database snapshot; on PostgreSQL ``db.dump``, a ``pg_dump``
+custom-format file taken in one snapshot),
 ``artifacts/objects/<aa>/<id>/{data,meta.json}`` (the artifact store's own layout) and
 ``manifest.json``, which is written last (temp file, fsync, rename): versions, build
 metadata, every file's size and SHA-256, and the artifacts copied and omitted. Paths in
@@ -16,7 +18,6 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import shutil
 import sqlite3
@@ -27,19 +28,24 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from . import codec
-from .errors import StorageError
-from .records import ArtifactRef
+from .. import codec
+from ..errors import RecordsNewer, SchemaNewer, StorageError
+from ..files import fsync_open
+from ..records import RECORD_FORMAT, SCHEMA_VERSION, ArtifactRef, Execution
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
 DATABASE = "db.sqlite3"
 DUMP = "db.dump"  # the database of a PostgreSQL bundle
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
-# The database file of each engine's bundle.
+# The database file of each engine's bundle, and the engine's name in messages.
 DATABASE_FILES = {SQLITE: DATABASE, POSTGRESQL: DUMP}
+ENGINE_LABELS = {SQLITE: "SQLite", POSTGRESQL: "PostgreSQL"}
 ARTIFACTS = "artifacts"
 OMITTED_REASON = "retention_expired"
+# Where the retention policy records an expiry (``fence.mark_retention_expired``).
+RETENTION_NAMESPACE = "retention"
+EXPIRED_PREFIX = "expired/"
 
 _CHUNK = 1 << 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines of one long copy
@@ -173,18 +179,24 @@ def load_manifest(bundle: Path) -> Manifest:
     return manifest
 
 
-def build_metadata() -> dict[str, str]:
-    """What built this bundle: package version, git commit when known, runtimes."""
+def build_metadata(distribution: str = "", checkout: Path | None = None) -> dict[str, str]:
+    """What built this bundle: the installed ``distribution``'s version, the git commit
+    of ``checkout`` when it is one, and the runtimes. Both default to the settings
+    ``STORAGE_DISTRIBUTION`` and ``STORAGE_CHECKOUT`` (the project names itself there;
+    storage does not know its name)."""
     import django
+    from django.conf import settings
 
+    distribution = distribution or getattr(settings, "STORAGE_DISTRIBUTION", "")
+    checkout = checkout or getattr(settings, "STORAGE_CHECKOUT", None)
     try:
-        version = importlib.metadata.version("conduit-console")
+        version = importlib.metadata.version(distribution) if distribution else "unknown"
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return {
-        "package": "conduit-console",
+        "package": distribution or "unknown",
         "version": version,
-        "git_commit": git_commit(Path(__file__).resolve().parents[1] / ".git"),
+        "git_commit": git_commit(Path(checkout) / ".git") if checkout else "",
         "python": platform.python_version(),
         "django": django.get_version(),
         "sqlite": sqlite3.sqlite_version,
@@ -206,6 +218,53 @@ def git_commit(git: Path) -> str:
     except OSError:
         pass
     return ""
+
+
+def check_versions(schema_version: int, record_format: int, what: str) -> None:
+    """Refuse a database newer than this code (SV-02, SV-07), naming both versions."""
+    if schema_version > SCHEMA_VERSION:
+        raise SchemaNewer(
+            f"{what} has schema version {schema_version}, newer than this code's version "
+            f"{SCHEMA_VERSION}; use a newer release"
+        )
+    if record_format > RECORD_FORMAT:
+        raise RecordsNewer(
+            f"{what} has record format {record_format}, newer than this code's "
+            f"{RECORD_FORMAT} (records_newer); use a newer release"
+        )
+
+
+# Snapshot references -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRefs:
+    """What a database snapshot references: versions and the artifacts to copy
+    (``required``, by ID) or to omit (``omitted``: referenced only by Executions whose
+    retention expired, with those Executions)."""
+
+    schema_version: int
+    record_format: int
+    required: Mapping[str, tuple[ArtifactRef, ...]]
+    omitted: Mapping[str, tuple[ArtifactRef, tuple[str, ...]]]
+
+
+def snapshot_refs(schema: int, fmt: int, expired: set[str], executions: list[str]) -> SnapshotRefs:
+    """Group the artifact references of the encoded ``executions`` of one snapshot (in
+    ID order): required, or omitted when only Executions in ``expired`` reference them."""
+    refs: dict[str, list[tuple[ArtifactRef, str]]] = {}
+    for data in executions:
+        x = codec.decode(Execution, data)
+        for ref in x.artifacts:
+            refs.setdefault(ref.id, []).append((ref, x.id))
+    required: dict[str, tuple[ArtifactRef, ...]] = {}
+    omitted: dict[str, tuple[ArtifactRef, tuple[str, ...]]] = {}
+    for artifact_id, uses in sorted(refs.items()):
+        if all(x_id in expired for _, x_id in uses):
+            omitted[artifact_id] = (uses[0][0], tuple(x_id for _, x_id in uses))
+        else:
+            required[artifact_id] = tuple(ref for ref, _ in uses)
+    return SnapshotRefs(schema, fmt, required, omitted)
 
 
 # Files ---------------------------------------------------------------------------------
@@ -274,44 +333,8 @@ def copy_stream(stream: BinaryIO, target: Path, say: Progress, what: str) -> Dig
             sha.update(chunk)
             size += len(chunk)
             throttle(f"  {what}: {size} bytes")
-        out.flush()
-        os.fsync(out.fileno())
+        fsync_open(out)
     return Digest(size, sha.hexdigest())
-
-
-def publish(path: Path, content: bytes) -> None:
-    """Write ``path`` atomically and durably: temp file, fsync, rename, fsync dir."""
-    temp = path.with_name(f".{path.name}.tmp")
-    with temp.open("xb") as out:
-        out.write(content)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
-    fsync_dir(path.parent)
-
-
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_tree(root: Path) -> None:
-    """fsync every directory under ``root`` (deepest first) and root's parent, so every
-    entry made under it is durable before the manifest (or database) publishes it."""
-    for directory, _subdirs, _files in os.walk(root, topdown=False):
-        fsync_dir(Path(directory))
-    fsync_dir(root.parent)
 
 
 def empty_dir(path: Path, *, remove: bool) -> None:

@@ -18,10 +18,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
 
-from .api import Store, Tx
-from .errors import NotFound
-from .readonly import view
-from .records import Execution, Guard, StoredEvent
+from ..api import Store, Tx
+from ..errors import NotFound
+from ..readonly import view
+from ..records import Execution, Guard, StoredEvent
 
 DEFAULT_BATCH = 500
 
