@@ -2,7 +2,7 @@
 list filters and facet counts, on its own AdminSite so the product's admin is unchanged.
 
 The admin needs a model, so it takes storage's documented read-only handle
-(``storage.tables.work_table``) rather than the ORM backend's private models; the
+(``storage.tooling.work_table``) rather than the ORM backend's private models; the
 changelist only reads.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from storage.tables import work_table
+from storage.tooling import work_table
 
 site = admin.AdminSite(name="bench_admin")
 

@@ -1104,7 +1104,7 @@ class BaseTx(ABC):
         return self._kv_list(namespace, prefix)
 
     # -- Run records (durable-run-records.txt) -----------------------------------------
-    # Ownership is the Session's (storage.runs.store); these are the record operations
+    # Ownership is the Session's (storage.ops.run_sessions); these are the record operations
     # a Session runs inside ``transact`` and the console reads through ``view``.
     def run_record(self, run_id: str) -> StoredRun | None:
         """The stored record of ``run_id``, or None. A stored record that does not

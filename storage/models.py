@@ -1,6 +1,5 @@
-"""Tables of the Django ORM backend. Private to ``storage.orm``: the console reads
-through ``storage.view`` and writes through ``transact``; tooling that needs a model
-class gets a read-only handle from ``storage.tables``, never these directly.
+"""Tables of the Django ORM backend. Private to ``storage.orm``: nothing else imports
+them (the console reads through ``storage.view`` and writes through ``transact``).
 
 Each record is stored whole as JSON in ``data`` (re-encoded on every write through the
 current dataclasses) beside the indexed columns that every query, live read and scan

@@ -433,3 +433,64 @@ def test_tests_use_a_test_database_of_their_own():
     assert name.startswith("test_")
     assert settings.DATABASES["view"]["TEST"]["MIRROR"] == "default"
     assert settings.DATABASES["view"]["NAME"] == settings.DATABASES["default"]["NAME"] == name
+
+
+# ---------------------------------------------------------------- a restore's fencing child
+
+
+def test_the_storage_database_override_names_a_sqlite_file_over_everything(tmp_path):
+    restored = tmp_path / "restored" / "conduit.sqlite3.restoring"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONDUIT_", "STORAGE_"))}
+    env |= {
+        "CONDUIT_DATA_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "conduit.settings",
+        "DATABASE_URL": "postgres://conduit@db.example/conduit",
+        "CONDUIT_TESTING": "1",  # not even the test database file wins over it
+        "STORAGE_DATABASE_OVERRIDE": f"sqlite://{restored}",
+    }
+    code = (
+        "import json; from django.conf import settings as s; d = s.DATABASES;"
+        " print(json.dumps({a: [d[a]['ENGINE'], str(d[a]['NAME'])] for a in d}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    engine = "django.db.backends.sqlite3"
+    assert json.loads(result.stdout) == {
+        "default": [engine, str(restored)],
+        "view": [engine, str(restored)],
+    }
+
+
+def test_the_storage_database_override_names_a_postgresql_database_without_a_pool(tmp_path):
+    dbs = database_settings(
+        tmp_path,
+        "postgres://conduit@db.example/conduit",
+        STORAGE_DATABASE_OVERRIDE="postgres://restorer:pw@other.example:5433/restored",
+        CONDUIT_TESTING="1",
+    )
+
+    for alias in ("default", "view"):
+        db = dbs[alias]
+        assert (db["NAME"], db["USER"], db["HOST"], db["PORT"]) == (
+            "restored",
+            "restorer",
+            "other.example",
+            "5433",
+        )
+        assert "pool" not in db["OPTIONS"]  # a short-lived child keeps no pool open
+    assert dbs["default"]["TEST"] == {"NAME": "restored"}
+
+
+def test_a_relative_sqlite_override_stops_startup(tmp_path):
+    result = load_settings(tmp_path, STORAGE_DATABASE_OVERRIDE="sqlite://relative.sqlite3")
+    assert result.returncode != 0
+    assert "STORAGE_DATABASE_OVERRIDE must name an absolute SQLite path" in result.stderr

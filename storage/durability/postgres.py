@@ -33,6 +33,7 @@ from ..errors import Unavailable
 from ..files import fsync_dir, fsync_file, fsync_tree
 from ..pg_url import LIBPQ_ENV, PostgresUrl, parse_postgres_url, pg_connect, settings_target
 from .bundle import (
+    ARTIFACTS,
     DUMP,
     EXPIRED_PREFIX,
     POSTGRESQL,
@@ -440,7 +441,7 @@ class PostgresEngine:
             into=f"database {target.name!r} and {data_dir}",
             next_step=(
                 f"Start the console on it with its database URL naming {target.name!r} and "
-                f"its data directory set to {data_dir} (artifacts artifacts/). {NEVER_TWO}"
+                f"its data directory set to {data_dir} (artifacts {ARTIFACTS}/). {NEVER_TWO}"
             ),
         )
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from ..files import fsync_dir, fsync_file, fsync_tree
 from ..pg_url import sqlite_override
 from .bundle import (
+    ARTIFACTS,
     DATABASE,
     EXPIRED_PREFIX,
     RETENTION_NAMESPACE,
@@ -280,7 +281,7 @@ class SqliteEngine:
             into=str(data_dir),
             next_step=(
                 f"Start the console on it with its data directory set to {data_dir} "
-                f"(database {RESTORED_DATABASE}, artifacts artifacts/) after "
+                f"(database {RESTORED_DATABASE}, artifacts {ARTIFACTS}/) after "
                 f"`manage.py migrate`. {NEVER_TWO}"
             ),
         )

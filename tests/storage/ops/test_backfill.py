@@ -1,4 +1,4 @@
-"""Startup backfills (storage.backfill), on the reference double and on SQLite:
+"""Startup backfills (storage.ops.backfill), on the reference double and on SQLite:
 Event scopes from the Work an Event resolves to, attempt executors from their own
 binding; both idempotent, both batched by ``run_backfills`` and ``manage.py backfill``."""
 

@@ -1,4 +1,4 @@
-"""storage.control (cancel_work, retry_work) and the control-plane revoke_lease, on
+"""storage.ops.control (cancel_work, retry_work) and the control-plane revoke_lease, on
 the reference double and on SQLite."""
 
 from __future__ import annotations

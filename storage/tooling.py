@@ -1,4 +1,4 @@
-"""Read-only handles on storage's tables, for Django tooling that needs a model class.
+"""Read-only model handles for Django tooling that needs a model class, not a Store.
 
 Everything else reads through ``storage.view`` and writes through ``Store.transact``;
 ``storage.models`` stays private to the ORM backend. A few tools cannot take a Store:
