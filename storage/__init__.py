@@ -1,4 +1,4 @@
-"""Conduit storage: the coordination contract of ``shared/spec/storage-contract.txt``.
+"""Conduit storage: the coordination contract of ``docs/spec/storage-contract.txt``.
 
 Public API (see ``storage/README.md`` for the full contract):
 
@@ -9,8 +9,13 @@ Public API (see ``storage/README.md`` for the full contract):
 - ``Store.transact(guard, callback)``, ``Store.view(callback)``, ``view(store, now,
   callback)``, ``read_only(tx)``, ``select_works(query, works)``.
 - backends: ``storage.memory.MemoryStore`` (volatile reference double) and
-  ``storage.orm.OrmStore`` (Django ORM on SQLite; import it only once Django's apps are
-  loaded).
+  ``storage.orm.OrmStore`` (Django ORM on SQLite or PostgreSQL; import it only once
+  Django's apps are loaded).
+- the process's defaults: ``storage.default.default_store()`` (and its run store and
+  artifact store). Not re-exported here: this face is import-safe before Django is set
+  up (the settings import ``storage.pg_url``), the composition root is not.
+
+``storage/README.md`` opens with the map of the package's floors.
 """
 
 from .api import KV_VALUE_LIMIT, Store, Tx, Viewer
