@@ -14,9 +14,9 @@ from storage import (
     Tx,
     WaitState,
     WorkState,
-    control,
     seconds,
 )
+from storage.ops import control
 
 from ..support import (
     FakeClock,
