@@ -1,0 +1,99 @@
+"""Routed-run errors: one class per sentinel of the routed-run domain, each under the
+storage root (``StorageError``) and under the storage class whose HTTP status fits it,
+so the console's one error table maps them without knowing this package.
+
+The default message of each class is the sentinel's text; callers catch the class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Conflict, Fenced, Invalid, NotFound, StorageError
+
+
+class RoutedError(StorageError):
+    """Root of the routed-run errors (itself a ``StorageError``)."""
+
+    sentinel = "routedrun: error"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(f"{self.sentinel}: {message}" if message else self.sentinel)
+
+
+class RoutedNotFound(RoutedError, NotFound):
+    sentinel = "routedrun: not found"
+
+
+class AlreadyExists(RoutedError, Conflict):
+    sentinel = "routedrun: already exists"
+
+
+class CASConflict(RoutedError, Conflict):
+    sentinel = "routedrun: generation conflict"
+
+
+class IdempotencyConflict(RoutedError, Conflict):
+    sentinel = "routedrun: idempotency conflict"
+
+
+class AlreadyRunning(RoutedError, Conflict):
+    sentinel = "routedrun: already running"
+
+
+class DeploymentInactive(RoutedError, Conflict):
+    sentinel = "routedrun: deployment inactive"
+
+
+class UnknownSchemaVersion(RoutedError):
+    sentinel = "routedrun: unknown or unsupported schema version"
+
+
+class InvalidArgument(RoutedError, Invalid):
+    sentinel = "routedrun: invalid argument"
+
+
+class LeaseCallerSelected(InvalidArgument):
+    sentinel = "routedrun: caller-selected lease id rejected"
+
+
+class AuthorityDenied(InvalidArgument):
+    """The request's authority scope does not permit its command (resolution 7)."""
+
+    sentinel = "routedrun: authority scope does not permit this command"
+
+
+class LeaseFenced(RoutedError, Fenced):
+    """An attempt write carried a lease that is no longer the attempt's authority
+    (revoked, superseded, expired or absent)."""
+
+    sentinel = "routedrun: lease fenced"
+
+
+class SegmentAlreadyOpen(RoutedError, Invalid):
+    sentinel = "time envelope: active segment already open"
+
+
+class MigrationError(RoutedError, Invalid):
+    """A migration registry that is not one forward chain, or a step that failed."""
+
+    sentinel = "routedrun: migration registry invalid"
+
+
+class TransitionError(RoutedError, Invalid):
+    """A status change the resource's transition map forbids."""
+
+    sentinel = "routedrun: invalid transition"
+
+    def __init__(self, resource: str, from_state: Any, to_state: Any, message: str = "") -> None:
+        self.resource = resource
+        self.from_state = from_state
+        self.to_state = to_state
+        self.message = message or (
+            f"invalid {resource} transition from {_name(from_state)} to {_name(to_state)}"
+        )
+        super().__init__(self.message)
+
+
+def _name(state: Any) -> str:
+    return str(getattr(state, "name", state))
