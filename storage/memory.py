@@ -38,6 +38,7 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
+from .routed.rows_memory import RoutedTables, copy_tables, empty_tables
 from .runs.query import RunRow, count_run_rows, select_run_rows
 from .runs.records import RunQuery
 
@@ -74,6 +75,7 @@ class MemoryState:
     timer_floor: dict[str, int] = field(default_factory=dict)
     kv: dict[tuple[str, str], bytes] = field(default_factory=dict)
     runs: dict[str, RunRow] = field(default_factory=dict)  # rows are immutable
+    routed: RoutedTables = field(default_factory=empty_tables)  # storage.routed's rows
     sequence: int = 0
     last_now: Nanos = 0
     version: int = 0
@@ -88,6 +90,7 @@ class MemoryState:
             timer_floor=dict(self.timer_floor),
             kv=dict(self.kv),
             runs=dict(self.runs),
+            routed=copy_tables(self.routed),
             sequence=self.sequence,
             last_now=self.last_now,
             version=self.version,

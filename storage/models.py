@@ -279,3 +279,8 @@ class RunRecordRow(_Row):
             models.Index(fields=["updated_ns", "run_id"], name="run_updated"),
             models.Index(fields=["format", "updated_ns", "run_id"], name="run_format_updated"),
         ]
+
+
+# The routed-run tables (conduit_routed_*) are declared beside their rules; importing
+# them here registers them in this app, so they share its migrations.
+from .routed import models as _routed_models  # noqa: E402, F401

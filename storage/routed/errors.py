@@ -35,14 +35,17 @@ class CASConflict(RoutedError, Conflict):
 
 class IdempotencyConflict(RoutedError, Conflict):
     sentinel = "routedrun: idempotency conflict"
+    outcome_name = "IDEMPOTENCY_CONFLICT"  # its AdmissionOutcome
 
 
 class AlreadyRunning(RoutedError, Conflict):
     sentinel = "routedrun: already running"
+    outcome_name = "ALREADY_RUNNING"  # its AdmissionOutcome
 
 
 class DeploymentInactive(RoutedError, Conflict):
     sentinel = "routedrun: deployment inactive"
+    outcome_name = "DEPLOYMENT_INACTIVE"  # its AdmissionOutcome
 
 
 class UnknownSchemaVersion(RoutedError):

@@ -197,6 +197,9 @@ class NodeStateTransition:
     to_state: NodeStatus
     timestamp: Nanos
     reason: str | None = None
+    # Not in the Go struct: the transition's number within its node (1, 2, ...), so
+    # two transitions of one node in one transaction keep their order and keys.
+    sequence: int = 1
     schema_version: str = SCHEMA_VERSION
 
 

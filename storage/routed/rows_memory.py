@@ -1,0 +1,75 @@
+"""Routed-run rows of the reference double: dicts inside the double's ``MemoryState``.
+
+The double copies its state at the start of every transaction and publishes the copy
+on commit (``storage.memory``), so these dicts roll back and isolate with the rest of
+the state: a Row is immutable, a transaction replaces rows in its own copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from ..errors import ReadOnly
+from .rows import TABLES, Row
+
+if TYPE_CHECKING:
+    from ..memory import MemoryTx
+
+RoutedTables = dict[str, dict[str, Row]]
+
+
+def empty_tables() -> RoutedTables:
+    return {name: {} for name in TABLES}
+
+
+def copy_tables(tables: RoutedTables) -> RoutedTables:
+    return {name: dict(rows) for name, rows in tables.items()}
+
+
+class MemoryRows:
+    def __init__(self, tx: MemoryTx) -> None:
+        self._tx = tx
+        self._tables = tx.state.routed
+
+    @property
+    def read_only(self) -> bool:
+        return self._tx.read_only
+
+    def _write(self) -> None:
+        self._tx.now  # noqa: B018 - raises TxClosed for a Tx used after its callback
+        if self._tx.read_only:
+            raise ReadOnly("this transaction is read-only (View)")
+        self._tx.dirty = True
+
+    def get(self, table: str, key: str) -> Row | None:
+        return self._tables[table].get(key)
+
+    def insert(self, table: str, row: Row) -> bool:
+        self._write()
+        rows = self._tables[table]
+        if row.key in rows:
+            return False
+        rows[row.key] = row
+        return True
+
+    def update(self, table: str, row: Row, expected: int) -> bool:
+        self._write()
+        rows = self._tables[table]
+        current = rows.get(row.key)
+        if current is None or current.generation != expected:
+            return False
+        rows[row.key] = row
+        return True
+
+    def scan(
+        self, table: str, parent: str | None = None, statuses: Collection[str] | None = None
+    ) -> list[Row]:
+        return [
+            r
+            for r in self._tables[table].values()
+            if (parent is None or r.parent == parent) and (statuses is None or r.status in statuses)
+        ]
+
+    def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
+        return len(self.scan(table, parent, statuses))

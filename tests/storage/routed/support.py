@@ -1,0 +1,157 @@
+"""Builders for the routed-run suite: a deployment, a request, an admitted run, a
+claimed attempt, and a way to force a row's status past the rules (to test every
+transition from every state)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from storage.routed.enums import AuthorityScope, ControlCommand
+from storage.routed.ids import AttemptID, CheckpointID, ControlRequestID, DeploymentID, WorkflowID
+from storage.routed.records import (
+    AliasRecord,
+    AttemptRecord,
+    ControlRequest,
+    DeploymentRecord,
+    InvocationRequest,
+    SemanticCheckpoint,
+    Stored,
+)
+from storage.routed.rows import Row
+from storage.routed.rules import Admission, RoutedRules, checkpoint_digest, input_digest
+from storage.routed.rules.base import Spec
+from storage.routed.store import RoutedStore
+
+LEASE_MS = 60_000
+
+
+def deployment(max_runs: int = 0, version: str = "1.0.0", **changes: Any) -> DeploymentRecord:
+    dep = DeploymentRecord(
+        deployment_id=DeploymentID.new(),
+        package_name="pkg.example",
+        package_version=version,
+        max_concurrent_runs=max_runs,
+        bundle_digest=f"sha256:bundle-{version}",
+        policy_digest="sha256:policy",
+        image_lock_digest="sha256:image",
+        provenance_digest="sha256:prov",
+        created_by="alice",
+        nested_package_digests={"stage:0": f"sha256:stage-{version}"},
+    )
+    return dataclasses.replace(dep, **changes)
+
+
+def request(
+    ref: str, key: str = "key-1", caller: str = "alice", **changes: Any
+) -> InvocationRequest:
+    text = changes.pop("input_json", json.dumps({"q": "hello"}))
+    req = InvocationRequest(
+        requested_deployment_ref=ref,
+        input_json=text,
+        input_digest=input_digest(text),
+        initial_max_active_duration_ms=3_600_000,
+        initial_attempt_lease_ms=LEASE_MS,
+        initial_max_cost_usd_decimal="5.00",
+        creation_options_digest="sha256:opts",
+        idempotency_key=key,
+        caller_identity=caller,
+    )
+    return dataclasses.replace(req, **changes)
+
+
+def setup_deployment(routed: RoutedStore, **changes: Any) -> Stored[DeploymentRecord]:
+    return routed.create_deployment(deployment(**changes))
+
+
+def alias(name: str, dep: DeploymentRecord, generation: int = 0) -> AliasRecord:
+    return AliasRecord(name, dep.deployment_id, dep.package_version, "alice", generation)
+
+
+def admit(routed: RoutedStore, key: str = "key-1", **dep_changes: Any) -> Admission:
+    dep = setup_deployment(routed, **dep_changes)
+    return routed.admit_invocation(request(dep.record.deployment_id, key), dep.generation)
+
+
+def first_attempt(routed: RoutedStore, admission: Admission) -> Stored[AttemptRecord]:
+    r = admission.receipt
+    return routed.create_attempt(AttemptRecord(AttemptID.new(), r.run_id, r.workflow_id, 1))
+
+
+def claimed(routed: RoutedStore, admission: Admission) -> Stored[AttemptRecord]:
+    created = first_attempt(routed, admission)
+    return routed.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+
+
+def control(
+    routed: RoutedStore,
+    workflow_id: WorkflowID,
+    command: ControlCommand,
+    key: str | None = None,
+    scope: AuthorityScope = AuthorityScope.CONTROL,
+    **changes: Any,
+) -> ControlRequest:
+    generation = routed.get_workflow(workflow_id).generation
+    req = ControlRequest(
+        control_request_id=ControlRequestID.new(),
+        workflow_id=workflow_id,
+        command=command,
+        expected_generation=generation,
+        actor_identity="op",
+        authority_scope=scope,
+        idempotency_key=key or f"{command.name}-{generation}",
+    )
+    return dataclasses.replace(req, **changes)
+
+
+def checkpoint(attempt: AttemptRecord, sequence: int = 1, safe: bool = True) -> SemanticCheckpoint:
+    assert attempt.lease is not None
+    cp = SemanticCheckpoint(
+        checkpoint_id=CheckpointID.new(),
+        attempt_id=attempt.attempt_id,
+        run_id=attempt.run_id,
+        workflow_id=attempt.workflow_id,
+        lease_id=attempt.lease.lease_id,
+        phase=f"phase-{sequence}",
+        completed_work=("a",),
+        remaining_work=("b",),
+        artifact_references=(),
+        last_committed_action="wrote a",
+        safe_to_resume=safe,
+        checkpoint_digest="",
+        artifact_meta_digest="sha256:none",
+        sequence=sequence,
+    )
+    return dataclasses.replace(cp, checkpoint_digest=checkpoint_digest(cp))
+
+
+def force(rules: RoutedRules, spec: Spec[Any], record: Any) -> Stored[Any]:
+    """Write ``record`` over its row, bypassing every rule (test setup only): the row's
+    generation moves on by one, as a real write would."""
+    current = rules._require(spec, spec.key(record))
+    generation = current.generation + 1
+    if hasattr(record, "generation"):
+        record = dataclasses.replace(record, generation=generation)
+    row: Row = rules._row(spec, record, generation)
+    assert rules.rows.update(spec.table, row, current.generation)
+    return Stored(record, generation)
+
+
+class Rollback(Exception):
+    """Raised to end a probing transaction without committing it."""
+
+
+def probe(routed: RoutedStore, body: Any) -> Any:
+    """Run ``body(rules)`` in a transaction that never commits; returns its result."""
+    box: list[Any] = []
+
+    def run(rules: RoutedRules) -> None:
+        box.append(body(rules))
+        raise Rollback
+
+    try:
+        routed.transact(run)
+    except Rollback:
+        pass
+    return box[0]

@@ -1,0 +1,261 @@
+"""Every store write on every backend: the transition map decides every status change
+(all pairs of all six maps), a stale generation is ``CASConflict`` with the row
+unchanged, and a wrong ID prefix is ``InvalidArgument`` with nothing written."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+import pytest
+
+from storage.routed import transitions
+from storage.routed.enums import (
+    AttemptStatus,
+    ChildBatchStatus,
+    DataClassification,
+    DeploymentStatus,
+    NodeStatus,
+    RunStatus,
+    ServiceStatus,
+    WorkflowStatus,
+)
+from storage.routed.errors import AlreadyExists, CASConflict, InvalidArgument, TransitionError
+from storage.routed.ids import ChildBatchID, HandoffID, NodeID, RunID, ServiceID
+from storage.routed.records import (
+    ChildBatch,
+    ChildSpawnRequest,
+    HandoffEnvelope,
+    JoinPolicy,
+    MCPServiceBinding,
+    PipelineNode,
+    Stored,
+)
+from storage.routed.rows import TABLES
+from storage.routed.rules import RoutedRules
+from storage.routed.rules import specs as S
+from storage.routed.store import RoutedStore
+
+from .support import admit, deployment, first_attempt, force, probe, setup_deployment
+from .test_transitions import SPEC
+
+
+def bodies(routed: RoutedStore) -> dict[str, list[tuple[str, str, int]]]:
+    return routed.view(
+        lambda r: {t: [(x.key, x.body, x.generation) for x in r.rows.scan(t)] for t in TABLES}
+    )
+
+
+def _service(wf_id: Any) -> MCPServiceBinding:
+    return MCPServiceBinding(ServiceID.new(), wf_id, "svc.pkg", "1.0", "search")
+
+
+def _batch(wf_id: Any, node_id: Any) -> ChildBatch:
+    return ChildBatch(
+        child_batch_id=ChildBatchID.new(),
+        workflow_id=wf_id,
+        parent_node_id=node_id,
+        spawn_request=ChildSpawnRequest("child.pkg", "1.0", 4, 2, "{}"),
+        join_policy=JoinPolicy("join_all"),
+    )
+
+
+@pytest.fixture
+def world(routed: RoutedStore) -> dict[str, Stored[Any]]:
+    """One of every mutable record, freshly created."""
+    admission = admit(routed)
+    receipt = admission.receipt
+    attempt = first_attempt(routed, admission)
+    [node] = routed.list_nodes(receipt.workflow_id)
+    service = routed.register_service(_service(receipt.workflow_id))
+    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    return {
+        "deployment": routed.get_deployment(receipt.resolved_deployment_id),
+        "workflow": routed.get_workflow(receipt.workflow_id),
+        "run": routed.get_run(receipt.run_id),
+        "attempt": attempt,
+        "node": node,
+        "service": service,
+        "child_batch": batch,
+        "envelope": routed.get_time_envelope(receipt.workflow_id),
+    }
+
+
+# resource -> (spec, store write taking (rules, record, expected))
+WRITERS: dict[str, tuple[Any, Callable[[RoutedRules, Any, int], Any]]] = {
+    "run": (S.RUN, lambda r, rec, g: r.update_run(rec, g)),
+    "attempt": (S.ATTEMPT, lambda r, rec, g: r.update_attempt(rec, g, None)),
+    "workflow": (S.WORKFLOW, lambda r, rec, g: r.update_workflow(rec, g)),
+    "node": (S.NODE, lambda r, rec, g: r.update_node(rec, g)),
+    "service": (S.SERVICE, lambda r, rec, g: r.update_service(rec, g)),
+    "child_batch": (S.CHILD_BATCH, lambda r, rec, g: r.update_child_batch(rec, g)),
+}
+
+
+@pytest.mark.parametrize("resource", list(SPEC))
+def test_store_writes_allow_exactly_the_spec_transitions(
+    routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
+) -> None:
+    kind, allowed = SPEC[resource]
+    spec, write = WRITERS[resource]
+    start = world[resource].record
+    for a in kind:
+        for b in kind:
+            if a is b:
+                continue
+
+            def attempt(rules: RoutedRules, a: Enum = a, b: Enum = b) -> str:
+                forced = force(rules, spec, dataclasses.replace(start, status=a))
+                try:
+                    write(rules, dataclasses.replace(forced.record, status=b), forced.generation)
+                except TransitionError as exc:
+                    assert (exc.resource, exc.from_state, exc.to_state) == (resource, a, b)
+                    return "refused"
+                return "allowed"
+
+            expected = "allowed" if b.name in allowed.get(a.name, set()) else "refused"
+            assert probe(routed, attempt) == expected, f"{resource} {a.name} -> {b.name}"
+
+
+@pytest.mark.parametrize("resource", list(WRITERS))
+def test_a_stale_generation_is_refused_and_the_row_is_unchanged(
+    routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
+) -> None:
+    spec, write = WRITERS[resource]
+    stored = world[resource]
+    before = bodies(routed)
+    for stale in (stored.generation - 1, stored.generation + 1, 0):
+        with pytest.raises(CASConflict):
+            routed.transact(lambda r, g=stale: write(r, stored.record, g))
+    assert bodies(routed) == before
+    # The current generation writes, and the generation moves on by one.
+    fresh = routed.transact(lambda r: write(r, stored.record, stored.generation))
+    assert fresh.generation == stored.generation + 1
+
+
+def test_deployment_status_alias_and_envelope_writes_are_cas_too(
+    routed: RoutedStore, world: dict[str, Stored[Any]]
+) -> None:
+    dep = world["deployment"]
+    before = bodies(routed)
+    with pytest.raises(CASConflict):
+        routed.set_deployment_status(
+            dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation + 1
+        )
+    env = world["envelope"]
+    wf_id = world["workflow"].record.workflow_id
+    with pytest.raises(CASConflict):
+        routed.put_time_envelope(wf_id, env.record, env.generation + 5)
+    with pytest.raises(AlreadyExists):  # 0 creates; the envelope exists (resolution 4)
+        routed.put_time_envelope(wf_id, env.record, 0)
+    assert bodies(routed) == before
+    moved = routed.set_deployment_status(
+        dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation
+    )
+    assert (moved.generation, moved.record.generation) == (dep.generation + 1,) * 2
+    assert moved.record.deactivated_at is not None
+
+
+def test_reads_return_the_generation_beside_every_mutable_record(
+    world: dict[str, Stored[Any]],
+) -> None:
+    for stored in world.values():
+        assert stored.generation >= 1
+        if hasattr(stored.record, "generation"):
+            assert stored.record.generation == stored.generation
+
+
+@pytest.mark.parametrize(
+    ("build", "label"),
+    [
+        (lambda w: dataclasses.replace(_service(w), service_id="node-x"), "service"),
+        (lambda w: dataclasses.replace(_service(w), workflow_id="run-x"), "service wf"),
+        (lambda w: PipelineNode(NodeID("wf-bad"), w, 1, "p", "1"), "node"),
+        (lambda w: _batch(w, NodeID("cb-bad")), "batch parent"),
+    ],
+)
+def test_a_wrong_prefix_is_invalid_and_writes_nothing(
+    routed: RoutedStore, world: dict[str, Stored[Any]], build: Any, label: str
+) -> None:
+    wf_id = world["workflow"].record.workflow_id
+    record = build(wf_id)
+    before = bodies(routed)
+    write = {
+        MCPServiceBinding: lambda r: r.register_service(record),
+        PipelineNode: lambda r: r.create_node(record),
+        ChildBatch: lambda r: r.create_child_batch(record),
+    }[type(record)]
+    with pytest.raises(InvalidArgument):
+        routed.transact(write)
+    assert bodies(routed) == before, label
+
+
+def test_updates_with_a_wrong_prefix_write_nothing(
+    routed: RoutedStore, world: dict[str, Stored[Any]]
+) -> None:
+    run = world["run"]
+    before = bodies(routed)
+    with pytest.raises(InvalidArgument):
+        routed.update_run(dataclasses.replace(run.record, node_id=RunID("run-x")), run.generation)
+    assert bodies(routed) == before
+
+
+def test_handoffs_commit_once_and_respect_classification(
+    routed: RoutedStore, world: dict[str, Stored[Any]]
+) -> None:
+    wf_id = world["workflow"].record.workflow_id
+    source = world["node"].record
+    target = routed.create_node(PipelineNode(NodeID.new(), wf_id, 1, "p2", "1")).record
+    handoff = HandoffEnvelope(
+        HandoffID.new(),
+        wf_id,
+        source.node_id,
+        target.node_id,
+        '{"k":1}',
+        DataClassification.INTERNAL,
+    )
+    routed.commit_handoff(handoff)
+    assert routed.get_node(target.node_id).record.incoming_handoff_id == handoff.handoff_id
+    with pytest.raises(AlreadyExists):
+        routed.commit_handoff(handoff)
+    assert [h.handoff_id for h in routed.list_handoffs(wf_id)] == [handoff.handoff_id]
+
+
+def test_node_status_changes_are_recorded_as_transitions(
+    routed: RoutedStore, world: dict[str, Stored[Any]]
+) -> None:
+    node = world["node"]
+    moved = routed.update_node(
+        dataclasses.replace(node.record, status=NodeStatus.LAUNCHING), node.generation
+    )
+    routed.update_node(
+        dataclasses.replace(moved.record, status=NodeStatus.RUNNING), moved.generation
+    )
+    got = [(t.from_state, t.to_state) for t in routed.list_node_transitions(node.record.node_id)]
+    assert got == [
+        (NodeStatus.PENDING, NodeStatus.READY),
+        (NodeStatus.READY, NodeStatus.LAUNCHING),
+        (NodeStatus.LAUNCHING, NodeStatus.RUNNING),
+    ]
+
+
+def test_terminal_statuses_of_the_store_are_the_maps_terminals() -> None:
+    for status in (
+        RunStatus.EXPIRED,
+        AttemptStatus.FENCED,
+        WorkflowStatus.BUDGET_EXCEEDED,
+        NodeStatus.SKIPPED,
+        ServiceStatus.STOPPED,
+        ChildBatchStatus.STOPPED,
+    ):
+        assert transitions.is_terminal(status)
+
+
+def test_a_view_refuses_writes(routed: RoutedStore) -> None:
+    from storage.errors import ReadOnly
+
+    setup_deployment(routed)
+    with pytest.raises(ReadOnly):
+        routed.view(lambda r: r.create_deployment(deployment()))
