@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from ..errors import ReadOnly
 
 # Every table of the routed-run domain; the ORM names them ``conduit_routed_<name>``.
 TABLES: tuple[str, ...] = (
@@ -81,3 +83,22 @@ class Rows(Protocol):
         ...
 
     def count(self, table: str, parent: str, statuses: Collection[str]) -> int: ...
+
+
+class TxRows:
+    """What both backends' rows share: the contract transaction they run in."""
+
+    def __init__(self, tx: Any) -> None:
+        self._tx = tx
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self._tx.read_only)
+
+    def _write(self) -> None:
+        """Before every write: the Tx is still open and writable; mark it dirty, so
+        the store's change counter moves on commit."""
+        self._tx.now  # noqa: B018 - raises TxClosed for a Tx used after its callback
+        if self._tx.read_only:
+            raise ReadOnly("this transaction is read-only (View)")
+        self._tx.dirty = True

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from ..errors import ReadOnly
-from .rows import TABLES, Row
+from .rows import TABLES, Row, TxRows
 
 if TYPE_CHECKING:
     from ..memory import MemoryTx
@@ -27,20 +26,10 @@ def copy_tables(tables: RoutedTables) -> RoutedTables:
     return {name: dict(rows) for name, rows in tables.items()}
 
 
-class MemoryRows:
+class MemoryRows(TxRows):
     def __init__(self, tx: MemoryTx) -> None:
-        self._tx = tx
+        super().__init__(tx)
         self._tables = tx.state.routed
-
-    @property
-    def read_only(self) -> bool:
-        return self._tx.read_only
-
-    def _write(self) -> None:
-        self._tx.now  # noqa: B018 - raises TxClosed for a Tx used after its callback
-        if self._tx.read_only:
-            raise ReadOnly("this transaction is read-only (View)")
-        self._tx.dirty = True
 
     def get(self, table: str, key: str) -> Row | None:
         return self._tables[table].get(key)

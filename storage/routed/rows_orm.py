@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ReadOnly
 from .models import MODELS
-from .rows import Row
+from .rows import Row, TxRows
 
 if TYPE_CHECKING:
     from ..orm import OrmTx
@@ -23,20 +22,10 @@ if TYPE_CHECKING:
 _FIELDS = ("key", "body", "generation", "parent", "status")
 
 
-class OrmRows:
+class OrmRows(TxRows):
     def __init__(self, tx: OrmTx) -> None:
-        self._tx = tx
+        super().__init__(tx)
         self._alias = tx.alias
-
-    @property
-    def read_only(self) -> bool:
-        return self._tx.read_only
-
-    def _write(self) -> None:
-        self._tx.now  # noqa: B018 - raises TxClosed for a Tx used after its callback
-        if self._tx.read_only:
-            raise ReadOnly("this transaction is read-only (View)")
-        self._tx.dirty = True
 
     def _qs(self, table: str) -> Any:
         return MODELS[table]._default_manager.using(self._alias)

@@ -21,7 +21,6 @@ from ..enums import (
     ChildBatchStatus,
     CodedEnum,
     ControlCommand,
-    DeploymentStatus,
     FailureReason,
     FailureScope,
     NodeStatus,
@@ -37,9 +36,7 @@ from ..envelope import (
 )
 from ..errors import (
     AlreadyExists,
-    AlreadyRunning,
     AuthorityDenied,
-    DeploymentInactive,
     IdempotencyConflict,
     InvalidArgument,
     RoutedNotFound,
@@ -58,7 +55,6 @@ from ..records import (
 )
 from ..transitions import MAPS, is_terminal
 from .base import check_text
-from .deployments import LIVE_WORKFLOW
 from .runs import LIVE_ATTEMPT
 from .specs import (
     ATTEMPT,
@@ -70,6 +66,7 @@ from .specs import (
     RESTART,
     RUN,
     WORKFLOW,
+    RequestRow,
     RestartRow,
     control_key,
 )
@@ -329,11 +326,7 @@ class ControlRules(WorkflowRules):
         request = self._require(INVOCATION_REQUEST, wf.invocation_id).record.request
         ref = req.target_deployment_ref or source.resolved_deployment_id
         dep = self._resolve(ref)
-        if dep.status is not DeploymentStatus.ACTIVE:
-            raise DeploymentInactive(f"deployment {dep.deployment_id}")
-        live = self.rows.count(WORKFLOW.table, dep.deployment_id, LIVE_WORKFLOW)
-        if dep.max_concurrent_runs and live >= dep.max_concurrent_runs:
-            raise AlreadyRunning(f"deployment {dep.deployment_id} is at {live} live runs")
+        self.check_admissible(dep)
         receipt = dataclasses.replace(
             source,
             invocation_id=InvocationID.new(),
@@ -347,8 +340,6 @@ class ControlRules(WorkflowRules):
             admitted_at=self.now,
         )
         self._create(INVOCATION, receipt)
-        from .specs import RequestRow
-
         self._create(INVOCATION_REQUEST, RequestRow(receipt.invocation_id, request))
         self.start_workflow(receipt, dep, wf.workflow_kind)
         provenance = RestartProvenance(
@@ -371,6 +362,10 @@ class ControlRules(WorkflowRules):
     ) -> tuple[AttemptRecord, CheckpointID | None]:
         """A new attempt of the workflow's top-level run after its last one ended,
         from the latest valid checkpoint when that attempt could resume from one."""
+        if is_terminal(wf.record.status):
+            raise TransitionError(
+                "workflow", wf.record.status, WorkflowStatus.RUNNING, "continue a finished workflow"
+            )
         run_id = self._require(INVOCATION, wf.record.invocation_id).record.run_id
         run = self.get_run(run_id)
         if is_terminal(run.record.status):

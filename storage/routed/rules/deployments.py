@@ -223,6 +223,12 @@ class DeploymentRules(RulesBase):
                 f"deployment {dep.deployment_id} is at generation {dep.generation}, "
                 f"not {expected_deployment_generation}"
             )
+        self.check_admissible(dep)
+        receipt = self._admit(request, digest, dep)
+        return Admission(AdmissionOutcome.ACCEPTED, receipt)
+
+    def check_admissible(self, dep: DeploymentRecord) -> None:
+        """Active, and under ``max_concurrent_runs`` live top-level runs (0: no limit)."""
         if dep.status is not DeploymentStatus.ACTIVE:
             raise DeploymentInactive(f"deployment {dep.deployment_id}")
         live = self.rows.count(WORKFLOW.table, dep.deployment_id, LIVE_WORKFLOW)
@@ -230,8 +236,6 @@ class DeploymentRules(RulesBase):
             raise AlreadyRunning(
                 f"deployment {dep.deployment_id} has {live} live runs of {dep.max_concurrent_runs}"
             )
-        receipt = self._admit(request, digest, dep)
-        return Admission(AdmissionOutcome.ACCEPTED, receipt)
 
     def _admit(
         self, request: InvocationRequest, digest: str, dep: DeploymentRecord

@@ -4,6 +4,7 @@ transition from every state)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from typing import Any
@@ -150,8 +151,6 @@ def probe(routed: RoutedStore, body: Any) -> Any:
         box.append(body(rules))
         raise Rollback
 
-    try:
+    with contextlib.suppress(Rollback):
         routed.transact(run)
-    except Rollback:
-        pass
     return box[0]
