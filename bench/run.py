@@ -19,19 +19,20 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import history, load, readers, selection, throughput, worklist
+from . import history, load, readers, routed, selection, throughput, worklist
 from .config import FULL, QUICK, TOY, Sizes
 from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5")
+ALL = ("1", "2", "3", "4", "5", "6")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
     "3": "The Work list against Django admin, and the dashboards",
     "4": "Views never wait for writers",
     "5": "Under load",
+    "6": "Routed runs: admission and control",
 }
 
 
@@ -43,7 +44,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             sections[number] = section
 
     try:
-        if only & {"1", "2"}:
+        if only & {"1", "2", "6"}:
             pg, pg_status = find(args.pg)
             if pg is not None:
                 pg_status = pg.describe()
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         attempt("3", lambda: worklist.run(ws, history_of("large"), sizes))
         attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
         attempt("5", lambda: load.run(ws, history_of("small"), sizes))
+        attempt("6", lambda: routed.run(ws, sizes, pg))
     finally:
         if pg is not None:
             pg.close()

@@ -102,3 +102,55 @@ class TxRows:
         if self._tx.read_only:
             raise ReadOnly("this transaction is read-only (View)")
         self._tx.dirty = True
+
+
+class CachedRows:
+    """Point reads of one transaction answered from its own earlier reads and writes.
+
+    Rules read a row, check it and write it, often reading it again a step later (the
+    workflow under a cancel, the run under a claim): within one transaction the row can
+    only change through this transaction, so the first read is the answer until it
+    writes. A failed insert or update forgets the key (the row is whatever the store
+    holds). Scans go to the backend and refresh what they return.
+    """
+
+    def __init__(self, inner: Rows) -> None:
+        self._inner = inner
+        self._seen: dict[tuple[str, str], Row | None] = {}
+
+    @property
+    def read_only(self) -> bool:
+        return self._inner.read_only
+
+    def get(self, table: str, key: str) -> Row | None:
+        slot = (table, key)
+        if slot not in self._seen:
+            self._seen[slot] = self._inner.get(table, key)
+        return self._seen[slot]
+
+    def insert(self, table: str, row: Row) -> bool:
+        done = self._inner.insert(table, row)
+        self._remember(table, row, done)
+        return done
+
+    def update(self, table: str, row: Row, expected: int) -> bool:
+        done = self._inner.update(table, row, expected)
+        self._remember(table, row, done)
+        return done
+
+    def _remember(self, table: str, row: Row, done: bool) -> None:
+        if done:
+            self._seen[table, row.key] = row
+        else:
+            self._seen.pop((table, row.key), None)
+
+    def scan(
+        self, table: str, parent: str | None = None, statuses: Collection[str] | None = None
+    ) -> list[Row]:
+        rows = self._inner.scan(table, parent, statuses)
+        for row in rows:
+            self._seen[table, row.key] = row
+        return rows
+
+    def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
+        return self._inner.count(table, parent, statuses)

@@ -59,7 +59,7 @@ from .records import (
     Stored,
     WorkflowRecord,
 )
-from .rows import Rows
+from .rows import CachedRows, Rows
 from .rules import Admission, ControlOutcome, RoutedRules, TransitionCommand
 from .rules.deployments import Fault
 from .rules.specs import META, SchemaStamp
@@ -104,7 +104,7 @@ class RoutedStore:
         self.transact(self._check_stamp)
 
     def _rules(self, tx: Any) -> RoutedRules:
-        rules = self._rules_class(self._rows(tx), tx.now, self._registry)
+        rules = self._rules_class(CachedRows(self._rows(tx)), tx.now, self._registry)
         if self._fault is not None:
             rules.fault = self._fault
         return rules

@@ -16,6 +16,7 @@ SECTIONS = (
     "## 3. The Work list against Django admin",
     "## 4. Views never wait for writers",
     "## 5. Under load",
+    "## 6. Routed runs: admission and control",
 )
 
 
