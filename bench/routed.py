@@ -40,8 +40,8 @@ def measure(txs: int, reps: int) -> dict[str, Any]:
 
     from django.db import connections
 
-    from console.stores import get_store
     from storage import Guard, Tx
+    from storage.default import default_store
     from storage.routed.enums import AuthorityScope, ControlCommand
     from storage.routed.ids import AttemptID, ControlRequestID, DeploymentID
     from storage.routed.records import (
@@ -53,7 +53,7 @@ def measure(txs: int, reps: int) -> dict[str, Any]:
     from storage.routed.rules import input_digest
     from storage.routed.store import RoutedStore
 
-    store = get_store()
+    store = default_store()
     routed = RoutedStore(store)
     dep = routed.create_deployment(
         DeploymentRecord(

@@ -12,7 +12,7 @@ from storage.orm import OrmStore
 from storage.routed.codec import marshal_canonical
 from storage.routed.store import RoutedStore
 
-from ..proc import finish, release, spawn
+from ..support.proc import finish, release, spawn
 from .support import request, setup_deployment
 
 pytestmark = [
