@@ -3,6 +3,8 @@ and the termination precedence."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -185,3 +187,33 @@ def test_the_older_ledger_falls_back_to_wall_time_after_a_monotonic_reset() -> N
     assert te.ledger_consumed_ms(ledger, now_ms=6000, now_wall_ms=0) == 1100
     assert te.ledger_consumed_ms(ledger, now_ms=10, now_wall_ms=9500) == 600
     assert te.ledger_consumed_ms(ledger, now_ms=10, now_wall_ms=1) == 100
+
+
+def test_an_envelope_from_a_receipt_takes_its_ceilings_and_the_default_timeouts() -> None:
+    from storage.routed.ids import DeploymentID, InvocationID, RunID, WorkflowID
+    from storage.routed.records import InvocationReceipt
+
+    receipt = InvocationReceipt(
+        invocation_id=InvocationID.new(),
+        workflow_id=WorkflowID.new(),
+        run_id=RunID.new(),
+        resolved_deployment_id=DeploymentID.new(),
+        resolved_deployment_version="1",
+        resolved_deployment_digest="d",
+        requested_deployment_ref="prod",
+        invocation_intent_digest="i",
+        caller_identity="alice",
+        initial_max_active_duration_ms=9000,
+        initial_attempt_lease_ms=3000,
+        initial_max_cost_usd_decimal="1",
+        admitted_at=0,
+    )
+    env = te.time_envelope_from_receipt(receipt)
+    assert env == te.TimeEnvelope(
+        current_max_active_duration_ms=9000,
+        attempt_lease_remaining_ms=3000,
+        stall_timeout_ms=te.DEFAULT_STALL_TIMEOUT_MS,
+        model_call_timeout_ms=te.DEFAULT_MODEL_CALL_TIMEOUT_MS,
+    )
+    legacy = dataclasses.replace(receipt, initial_max_active_duration_ms=0)
+    assert te.time_envelope_from_receipt(legacy) is None
