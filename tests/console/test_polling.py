@@ -5,7 +5,7 @@ import re
 import pytest
 from django.db import connections
 
-from console.polling import COOKIE
+from console.polling import COOKIE, polled_view
 from tests.console import factories as f
 from tests.console.conftest import DB
 
@@ -105,3 +105,31 @@ def test_older_event_pages_do_not_poll(as_alice, some_work):
     html = as_alice.get("/events?before=2").content.decode()
 
     assert "data-poll" not in html
+
+
+def test_polled_view_builds_unless_the_stamp_it_was_given_is_still_current(some_work):
+    built: list[str] = []
+
+    def build(tx, stamp):
+        built.append(stamp)
+        return tx.work("w1").id
+
+    assert polled_view("", build) == "w1"
+    current = built[-1]
+    assert polled_view(current, build) is None
+    assert built == [current]  # "unchanged" never calls build
+    f.parked("w2")
+    assert polled_view(current, build) == "w1"
+    assert built[-1] != current
+
+
+def test_a_period_stamps_the_time_too_so_a_poll_rerenders_when_it_turns(some_work):
+    stamps: list[str] = []
+
+    def build(tx, stamp):
+        stamps.append(stamp)
+
+    minute = 60 * 10**9
+    polled_view("", build, now=10 * minute, period=minute)
+    assert polled_view(stamps[0], lambda tx, s: s, now=10 * minute + 1, period=minute) is None
+    assert polled_view(stamps[0], lambda tx, s: s, now=11 * minute, period=minute) is not None
