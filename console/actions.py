@@ -16,6 +16,7 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from storage import Guard, Invalid, NotFound, StorageError, Store, StoredEvent, Tx
 from storage.ops.manual import (
@@ -137,10 +138,15 @@ def do_bulk(
     done: list[ActionResult] = []
     skipped: list[Skip] = []
     for start in range(0, len(ids), BULK_BATCH):
-        batch = ids[start : start + BULK_BATCH]
-        recorded = store.transact(
-            Guard(), lambda tx, b=batch: _record_batch(tx, action, username, b, reason, token)
+        record = partial(
+            _record_batch,
+            action=action,
+            username=username,
+            work_ids=ids[start : start + BULK_BATCH],
+            reason=reason,
+            token=token,
         )
+        recorded = store.transact(Guard(), record)
         events: list[tuple[StoredEvent, bool]] = []
         for work_id, outcome in recorded:
             if isinstance(outcome, str):

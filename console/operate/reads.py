@@ -9,7 +9,7 @@ from console.polling import read
 from console.works.filters import WorkFilter
 from console.works.reads import within
 from storage import Execution, NotFound, Timer, Tx, Wait, Work
-from storage.ops.control import cancel_refusal, retry_refusal
+from storage.ops.control import cancel_refusal, next_attempt, retry_refusal
 from storage.ops.manual import Action
 
 
@@ -41,7 +41,7 @@ def read_action_preview(work_id: str, action: Action) -> ActionPreview:
             live=live,
             active_waits=tx.active_waits(work.id),
             timers=tx.timers(work.id),
-            next_attempt=max((x.attempt for x in attempts), default=0) + 1,
+            next_attempt=next_attempt(attempts),
         )
 
     return read(build)

@@ -7,6 +7,7 @@ definition of "cancel" and one of "operator retry".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..api import Tx
@@ -63,6 +64,12 @@ def retry_refusal(work: Work, live_attempts: int) -> str:
     return ""
 
 
+def next_attempt(previous: Iterable[Execution]) -> int:
+    """The number of the attempt a retry creates: one past the highest so far (1 for
+    Work never attempted). The confirmation page shows it before the retry runs."""
+    return max((x.attempt for x in previous), default=0) + 1
+
+
 def retry_work(tx: Tx, work_id: str, execution_id: str) -> Execution:
     """Operator retry of exhausted, nonterminal Work (R-03): attempt N+1 pending with
     the previous attempt's binding and executor, Work ready. Timers left over for the
@@ -77,7 +84,7 @@ def retry_work(tx: Tx, work_id: str, execution_id: str) -> Execution:
     attempt = Execution(
         id=execution_id,
         work_id=work_id,
-        attempt=(last.attempt + 1) if last else 1,
+        attempt=next_attempt(previous),
         executor=last.executor if last else "",
         binding=last.binding if last else None,
     )
