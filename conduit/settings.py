@@ -60,6 +60,11 @@ else:
 ALLOWED_HOSTS = env_list("CONDUIT_ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
 
 CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
+# The run page decodes node outputs with the value codecs of whoever wrote the runs: a
+# dotted path to a callable returning a storage.runs.ValueCatalog (or Codecs). The
+# project composes it here because neither storage nor the console may import the
+# demo; "" means the built-in codecs only (console/runs/values.py).
+CONSOLE_RUN_VALUES = env_str("CONSOLE_RUN_VALUES", "demo.graphs.run_values")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from storage.runs import (
     AttemptRecord,
     AttemptState,
+    Codec,
     ManagedRecord,
     MessageAttemptRecord,
     NodeReason,
@@ -38,9 +39,12 @@ from storage.runs import (
     StreamDescriptorRecord,
     StreamRecord,
     Terminal,
+    ValueCatalog,
     ValueRecord,
     ValueState,
 )
+
+from . import values
 
 NewId = Callable[[], str]
 VERSION = "demo-2026.11"
@@ -53,8 +57,6 @@ MESSAGE_LIMIT = 2  # attempts per input message
 class NodeDef:
     id: str
     provides: tuple[str, ...]
-    type_id: str = "demo.json"
-    empty: tuple[str, ...] = ()  # outputs that are ready with zero encoded bytes
     optional: tuple[str, ...] = ()  # outputs that come out skipped
     skipped: bool = False  # the whole node is skipped
     retry: int = 0  # the Retry aspect's limit; 0 without Retry
@@ -94,7 +96,7 @@ SHIPPING = GraphDef(
 CHECKOUT = GraphDef(
     "demo.checkout",
     (
-        NodeDef("validate", ("order", "warnings"), empty=("warnings",)),
+        NodeDef("validate", ("order", "warnings")),  # no warnings: zero encoded bytes
         NodeDef("reserve", ("reservation", "backorder"), optional=("backorder",)),
         NodeDef("notify", ("receipt_mail",), skipped=True),
         NodeDef("ship", ("tracking",), child=SHIPPING),
@@ -108,7 +110,7 @@ PAYMENT = GraphDef(
         NodeDef("settle", ("ledger_entry",)),
     ),
 )
-SOURCE = NodeDef("source", ("events",), type_id="demo.ledger_event")
+SOURCE = NodeDef("source", ("events",))
 CONSUMER = NodeDef("consume", ("total",))
 FEED = GraphDef("demo.feed", (SOURCE, CONSUMER, NodeDef("report", ("summary",))))
 GRAPHS: Mapping[str, GraphDef] = {g.id.split(".")[1]: g for g in (CHECKOUT, PAYMENT, FEED)}
@@ -127,6 +129,29 @@ def _provides(graph: GraphDef) -> dict[str, tuple[str, ...]]:
 PROVIDES: Mapping[str, tuple[str, ...]] = {
     k: v for g in GRAPHS.values() for k, v in _provides(g).items()
 }
+
+
+def _declared(graph: GraphDef) -> dict[tuple[str, str, str], type]:
+    out: dict[tuple[str, str, str], type] = {}
+    for node in graph.nodes:
+        for name in node.provides:
+            out[(graph.id, node.id, name)] = values.TYPES.get(name, values.Output)
+        out.update(_declared(node.child) if node.child else {})
+    return out
+
+
+def run_values() -> ValueCatalog:
+    """The demo's codecs and the declared type of every output of its graphs: the
+    console's run page decodes and checks values with it (``CONSOLE_RUN_VALUES``)."""
+    declared = {k: v for g in GRAPHS.values() for k, v in _declared(g).items()}
+    return ValueCatalog(values.CODECS, declared)
+
+
+def _codec(name: str) -> Codec:
+    codec = values.CODECS.for_type(values.TYPES.get(name, values.Output))
+    if codec is None:  # every demo type is registered in values.CODECS
+        raise LookupError(f"demo.values registers no codec for the output {name!r}")
+    return codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,15 +315,14 @@ class _Step:
         self.set_state(attempt_id, AttemptState.CONFIRMED)
 
     def value(self, node: NodeDef, name: str, data: object = None) -> ValueRecord:
+        """The output through its codec (``demo.values``): the record names the codec's
+        ID and version; "warnings" encodes as zero bytes, still ready."""
         if node.skipped or name in node.optional:
-            return ValueRecord(name, node.type_id, "1", ValueState.SKIPPED)
-        if name in node.empty:
-            encoded = b""  # a codec may encode a zero value as no bytes: still ready
-        else:
-            if data is None:
-                data = {"node": node.id, "output": name, "n": self.rng.randint(1, 10_000)}
-            encoded = json.dumps(data, sort_keys=True).encode()
-        return ValueRecord(name, node.type_id, "1", ValueState.READY, _sha(encoded), encoded)
+            codec = _codec(name)
+            return ValueRecord(name, codec.id, codec.version, ValueState.SKIPPED)
+        if data is None:
+            data = values.output_value(node.id, name, self.rng)
+        return values.CODECS.ready_value(name, data)
 
     # -- the streaming graph ------------------------------------------------------------
     def feed(self) -> RunRecord | None:
@@ -420,7 +444,7 @@ class _Step:
             if m.parent == consumer_id and m.state is AttemptState.CONFIRMED
         )
         snapshot = {"processed": len(confirmed), "last": confirmed[-1] if confirmed else 0}
-        total = self.value(CONSUMER, "total", {"processed": len(confirmed)})
+        total = self.value(CONSUMER, "total", values.Total(processed=len(confirmed)))
         container = ManagedRecord(
             scope=scope_id,
             parent=consumer_id,
@@ -438,8 +462,9 @@ class _Step:
             capacity=16,
             terminal=Terminal.COMPLETED,
         )
+        codec = _codec(SOURCE.provides[0])  # the element type's codec
         events = ValueRecord(
-            SOURCE.provides[0], SOURCE.type_id, "1", ValueState.READY, stream=descriptor
+            SOURCE.provides[0], codec.id, codec.version, ValueState.READY, stream=descriptor
         )
         self.confirm(scope_id, SOURCE, source_id, [events])
 

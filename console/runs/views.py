@@ -13,6 +13,7 @@ from console.polling import seen_stamp, unchanged
 from console.runs.filters import format_run_key, parse_run_cursor, parse_run_filter, typed_until
 from console.runs.reads import read_run, read_run_list, read_unreadable_run
 from console.runs.tree import build_tree
+from console.runs.values import decoded_values, get_catalog
 from console.urlstate import PAGE_SIZES, FilterError
 from storage import Corrupt, RecordsNewer
 from storage.default import default_run_store
@@ -79,11 +80,16 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     if detail is None:
         return unchanged()
     record = detail.stored.record
+    findings = validate_run(record)
+    catalog, values_error = get_catalog()
     context = {
         "detail": detail,
         "record": record,
-        "tree": build_tree(record, validate_run(record)),
+        "tree": build_tree(record, findings),
         "owned": run_id in default_run_store().owned([run_id]),
+        # Each value restored with the host's codecs, by its row's element id.
+        "decoded": decoded_values(record, catalog) if catalog else {},
+        "values_error": values_error,
     }
     return render_region(request, "console/run_detail.html", "run", context)
 

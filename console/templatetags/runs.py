@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from django import template
 
 from console.runs.tree import FindingLike, RunTree, anchor
+from console.runs.values import DecodedValue
 
 register = template.Library()
 
@@ -23,6 +25,12 @@ def anchor_for(key: str, kind: str) -> str:
 @register.filter
 def finding_link(tree: RunTree, finding: FindingLike) -> str:
     return tree.link_of(finding)
+
+
+@register.filter
+def decoded_for(decoded: object, slot: str) -> DecodedValue | None:
+    """The restored value of a value row: ``decoded|decoded_for:v.slot``."""
+    return decoded.get(slot) if isinstance(decoded, Mapping) else None
 
 
 @register.filter

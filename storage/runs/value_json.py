@@ -93,7 +93,10 @@ class _Scalar(_Plan):
     def dump(self, value: Any, path: str, depth: int) -> Any:
         kind = self.kind
         if kind is float and type(value) in (float, int):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an int past float's range
+                number = math.inf
             if not math.isfinite(number):
                 raise Invalid(f"{path}: {number!r} has no JSON form")
             return 0.0 if number == 0 else number  # -0.0 == 0.0: equal values, equal bytes
@@ -351,7 +354,10 @@ class JsonCodec:
             document = self._plan.dump(value, "$", 0)
         except RecursionError:
             raise Invalid(f"$: nested deeper than {MAX_DEPTH} levels") from None
-        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        try:
+            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:  # an int past Python's int-to-text digit limit
+            raise Invalid(f"$: {exc}") from None
         return text.encode("utf-8")
 
     def decode(self, data: bytes) -> Any:
