@@ -59,7 +59,8 @@ Not checked (they need the graph definition, the business types or history):
 - Provides without ``provides``; node IDs and graphs against the definition; Path;
   Bindings; Version; the encoding of the Definition/Inputs fingerprints (only
   non-empty: the spec does not fix their text form).
-- Codec IDs/versions and whether Data decodes to the declared type.
+- Codec IDs/versions and whether Data decodes to the declared type: that is restoring
+  (``storage.runs.value_restore.restore_value``), which needs the host's codecs.
 - Whether the runtime may still reuse a result under a failed ancestor ("logically
   invalid for reuse, not structurally corrupt"), and dependency completeness.
 - That a confirmed root's inner last Retry attempt is active: an aspect above a Retry

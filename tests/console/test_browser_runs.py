@@ -1,6 +1,7 @@
 """The Runs section in a real browser (Debian's Chromium through Playwright): the list
 leads to a run page whose tree shows scopes, a Retry group, a stream frontier and the
-validator's findings, under the strict CSP, collapsible without JavaScript's help."""
+validator's findings, under the strict CSP, collapsible without JavaScript's help; values
+decoded beside their restore check, a long one behind a "show all" <details>."""
 
 import os
 
@@ -90,4 +91,35 @@ def test_a_finding_links_to_the_offending_attempt(live_server, browser_page, con
 
     expect(page).to_have_url(f"{live_server.url}/runs/payment/9#attempt-{bad_id}")
     expect(page.locator(f"#attempt-{bad_id} .finding-mark")).to_be_visible()
+    assert console_errors == []
+
+
+def test_a_long_decoded_value_opens_with_show_all(live_server, browser_page, console_errors):
+    from dataclasses import replace
+
+    from playwright.sync_api import expect
+
+    from demo import values
+
+    page = browser_page
+    record = rf.until("checkout/8", rf.Plan("checkout"))
+    lines = tuple(values.Line(f"sku-{i:04d}", i, 100 + i) for i in range(80))
+    order = values.CODECS.ready_value("order", values.Order("o-8", lines, None, "the end"))
+    root = record.scopes[record.root_scope]
+    node = root.nodes["validate"]
+    node = replace(node, outputs=(order, *node.outputs[1:]))
+    root = replace(root, nodes={**root.nodes, "validate": node})
+    rf.save(replace(record, scopes={**record.scopes, record.root_scope: root}))
+    sign_in(page, live_server, "/runs/checkout/8")
+    page.select_option("#poll-every", "0")  # a still page: nothing swaps under the test
+
+    cell = page.locator("tr", has=page.locator("td.mono", has_text="order")).locator("td.decoded")
+    expect(cell.first).to_contain_text("✓ restores as Order")
+    show_all = cell.first.locator("details.show-all")
+    expect(show_all.locator("pre")).to_be_hidden()
+    show_all.locator("summary").click()
+    expect(show_all.locator("pre")).to_be_visible()
+    expect(show_all.locator("pre")).to_contain_text("note='the end'")
+    warnings = page.locator("tr", has=page.locator("td.mono", has_text="warnings"))
+    expect(warnings.locator("td.decoded").first).to_contain_text("Warnings(items=())")
     assert console_errors == []
