@@ -1,10 +1,10 @@
 """Value codecs (storage/runs/value_codecs.py, value_json.py): the registry's rules, the
-built-in JSON codecs, register_json's concrete types, strict decoding, deterministic
-encoding that never mutates, and refusal of non-data values at any depth."""
+built-in JSON codecs, register_json's concrete types, strict decoding, equal values to
+equal bytes, and refusal of non-data values at any depth. The hypothesis properties
+(round trips, no mutation) are in test_value_codecs_roundtrip.py."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import io
@@ -16,8 +16,6 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from storage.errors import Conflict, Corrupt, Invalid
 from storage.runs import (
@@ -538,64 +536,3 @@ def test_ready_value_carries_the_codec_and_the_sha256_of_the_bytes() -> None:
     assert text.digest == hashlib.sha256(text.data).hexdigest()
     assert empty.data == b""
     assert empty.digest == hashlib.sha256(b"").hexdigest()
-
-
-# ---------------------------------------------------------------- properties
-
-TEXT = st.text(st.characters(exclude_categories=("Cs",)))  # no unpaired surrogates
-FLOATS = st.floats(allow_nan=False, allow_infinity=False)
-LINES = st.builds(Line, TEXT, st.integers(), FLOATS | st.integers())
-ORDERS = st.builds(
-    Order,
-    order_id=TEXT,
-    lines=st.lists(LINES, max_size=4).map(tuple),
-    tags=st.dictionaries(TEXT, st.integers(), max_size=4),
-    coupon=st.none() | TEXT,
-    blob=st.binary(),
-    pair=st.tuples(st.integers(), TEXT),
-    notes=st.lists(TEXT, max_size=3),
-)
-SCALARS = st.one_of(st.booleans(), st.integers(), FLOATS, TEXT, st.binary())
-
-
-@given(ORDERS)
-def test_encoding_is_deterministic_through_a_round_trip(value: Order) -> None:
-    codec = order_codec()
-
-    data = codec.encode(value)
-
-    assert codec.encode(codec.decode(data)) == data
-    assert codec.encode(copy.deepcopy(value)) == data  # equal values, equal bytes
-
-
-@given(SCALARS)
-def test_built_in_codecs_are_deterministic_through_a_round_trip(value: object) -> None:
-    codecs = new_codecs()
-    codec, data = codecs.encode(value)
-
-    decoded = codec.decode(data)
-
-    assert codec.encode(decoded) == data
-    assert type(decoded) is type(value)
-    assert decoded == value  # -0.0 comes back as 0.0, which is equal
-
-
-@given(ORDERS)
-def test_encoding_never_changes_the_value(value: Order) -> None:
-    before = copy.deepcopy(value)
-    tags_before = list(value.tags.items())
-
-    order_codec().encode(value)
-
-    assert value == before
-    assert list(value.tags.items()) == tags_before  # not even the map's order
-
-
-@given(st.binary(max_size=64))
-def test_decoding_arbitrary_bytes_is_a_value_or_corrupt(data: bytes) -> None:
-    codec = order_codec()
-    try:
-        value = codec.decode(data)
-    except Corrupt:
-        return
-    assert isinstance(value, Order)

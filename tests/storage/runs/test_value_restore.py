@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.runs import (
@@ -24,6 +24,9 @@ from storage.runs import (
     restore_value,
 )
 from storage.runs.value_restore import EMPTY_DIGEST
+
+# Wall-clock deadlines measure the shared test machine, not the codec.
+SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,7 @@ def test_a_declared_type_that_is_no_class_is_a_finding_not_an_error() -> None:
     assert restored.checks == ("type-mismatch",)
 
 
+@SLOW_OK
 @given(
     type_id=st.text(max_size=12),
     version=st.text(max_size=3),
