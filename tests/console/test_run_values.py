@@ -181,3 +181,14 @@ def test_a_setting_that_does_not_load_is_a_notice_and_a_check_error(as_alice, se
     assert [e.id for e in check_run_values()] == ["console.E101"]
     settings.CONSOLE_RUN_VALUES = "demo.graphs.run_values"
     assert check_run_values() == []
+
+
+def test_a_stream_value_shows_its_element_codec_not_a_decoded_value(as_alice):
+    rf.save(rf.until("feed/2", rf.Plan("feed", messages=3)))
+
+    html = as_alice.get("/runs/feed/2").content.decode()
+
+    cell = decoded_cell(row_of(html, "events"))
+    assert "✓ restores" in cell
+    assert "stream: element codec registered" in cell
+    assert "decoded-value" not in cell
