@@ -133,7 +133,7 @@ def decoded_values(record: RunRecord, catalog: ValueCatalog) -> dict[str, Decode
         for node_id, node in scope.nodes.items():
             add(anchor("node", scope_id, node_id), scope.graph, node_id, node.outputs)
     for key, managed in record.managed.items():
-        scope = record.scopes.get(managed.scope)
-        graph = scope.graph if scope is not None else ""
+        owner = record.scopes.get(managed.scope)
+        graph = owner.graph if owner is not None else ""
         add(anchor("managed", key), graph, managed.node_id, managed.values)
     return out

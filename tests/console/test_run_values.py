@@ -1,4 +1,4 @@
-"""Decoded values on the run page (console/runvalues.py): each ready value restored with
+"""Decoded values on the run page (console/runs/values.py): each ready value restored with
 the codecs ``CONSOLE_RUN_VALUES`` names (the demo's, as in ``make run``), beside the
 restore check; a corrupt one says which check failed and is not decoded; an unregistered
 codec says so and the digest stands in; long values fold into a "show all" <details>."""
@@ -10,7 +10,7 @@ import html as htmllib
 import re
 from dataclasses import replace
 
-from console.runvalues import PREVIEW_CHARS, check_run_values
+from console.runs.values import PREVIEW_CHARS, check_run_values
 from demo import values
 from storage.runs import RunRecord, ValueRecord
 from tests.console import runfactories as rf
