@@ -37,7 +37,7 @@ from .errors import (
     TxClosed,
     Unavailable,
 )
-from .query import select_facets, select_works
+from .meaning.query import select_facets, select_works
 from .readonly import read_only, view
 from .records import (
     LIVE_EXECUTION_STATES,

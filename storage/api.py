@@ -41,6 +41,31 @@ T = TypeVar("T")
 # are refused so nobody stores logs or artifact bytes there.
 KV_VALUE_LIMIT = 64 * 1024
 
+# Every write operation of ``Tx``, the one list: the read-only View refuses exactly
+# these, and the contract cases check that a View refuses each and a Store exposes none.
+WRITES: frozenset[str] = frozenset(
+    {
+        "accept_event",
+        "mark_routed",
+        "set_event_scope",
+        "put_work",
+        "put_execution",
+        "claim",
+        "renew",
+        "release",
+        "set_execution_executor",
+        "revoke_lease",
+        "put_scope",
+        "put_timer",
+        "delete_timer",
+        "fire_timer",
+        "put_wait",
+        "kv_put",
+        "kv_delete",
+        "put_run_record",
+    }
+)
+
 
 @runtime_checkable
 class Tx(Protocol):

@@ -14,13 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import codec, series
+from . import codec
 from .clock import wall_clock
-from .core import BaseTx, EventScan, Table, TxScope, check_admission
-from .query import select_facets, select_works
+from .meaning import series
+from .meaning.events import EventScan
+from .meaning.query import select_facets, select_works
 from .records import (
-    LIVE_EXECUTION_STATES,
-    LIVE_WORK_STATES,
     SCHEMA_VERSION,
     Buckets,
     CorrelationKey,
@@ -31,16 +30,18 @@ from .records import (
     Route,
     Scope,
     StoredEvent,
+    Table,
     Timer,
     Wait,
-    WaitState,
     Work,
     WorkFacets,
     WorkQuery,
+    is_live,
 )
 from .routed.rows_memory import RoutedTables, copy_tables, empty_tables
 from .runs.query import RunRow, count_run_rows, select_run_rows
 from .runs.records import RunQuery
+from .tx import BaseTx, TxScope, check_admission
 
 T = TypeVar("T")
 
@@ -117,7 +118,7 @@ class MemoryTx(BaseTx):
         if work_id:
             rows = [r for r in rows if r.work_id == work_id]
         if live:
-            rows = [r for r in rows if _is_live(table, r)]
+            rows = [r for r in rows if is_live(table, r)]
         return rows
 
     def _timer_floor(self, timer_id: str) -> int:
@@ -251,16 +252,6 @@ class MemoryTx(BaseTx):
 
     def _count_run_rows(self, query: RunQuery) -> int:
         return count_run_rows(query, self.state.runs.values())
-
-
-def _is_live(table: Table, record: Any) -> bool:
-    if table == "work":
-        return record.state in LIVE_WORK_STATES
-    if table == "execution":
-        return record.state in LIVE_EXECUTION_STATES
-    if table == "wait":
-        return record.state is WaitState.ACTIVE
-    return True
 
 
 def _filters(query: WorkQuery) -> dict[str, Any]:

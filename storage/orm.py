@@ -40,7 +40,6 @@ from django.db.models import (
 
 from . import codec
 from .clock import wall_clock
-from .core import BaseTx, EventScan, Table, TxScope, check_admission
 from .errors import (
     Conflict,
     ReadOnly,
@@ -50,6 +49,8 @@ from .errors import (
     TxClosed,
     Unavailable,
 )
+from .meaning.events import EventScan
+from .meaning.series import series_states
 from .models import (
     LIVE_EXECUTION,
     EventRow,
@@ -77,6 +78,7 @@ from .records import (
     Route,
     Scope,
     StoredEvent,
+    Table,
     Timer,
     Wait,
     WaitState,
@@ -86,7 +88,7 @@ from .records import (
 )
 from .runs.query import RunRow
 from .runs.records import RunQuery
-from .series import series_states
+from .tx import BaseTx, TxScope, check_admission
 from .writebehind import PER_WORK, RECENT, Row, WriteBehind
 
 T = TypeVar("T")

@@ -10,34 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from .api import Store, Tx, Viewer
+from .api import WRITES, Store, Tx, Viewer
 from .errors import ReadOnly
 from .records import Guard, Nanos
 
 T = TypeVar("T")
-
-_WRITES = frozenset(
-    {
-        "accept_event",
-        "mark_routed",
-        "set_event_scope",
-        "put_work",
-        "put_execution",
-        "claim",
-        "renew",
-        "release",
-        "set_execution_executor",
-        "revoke_lease",
-        "put_scope",
-        "put_timer",
-        "delete_timer",
-        "fire_timer",
-        "put_wait",
-        "kv_put",
-        "kv_delete",
-        "put_run_record",
-    }
-)
 
 
 class ReadOnlyTx:
@@ -55,7 +32,7 @@ class ReadOnlyTx:
         return self._tx.now
 
     def __getattr__(self, name: str) -> Any:
-        if name in _WRITES:
+        if name in WRITES:
 
             def refuse(*args: object, **kwargs: object) -> None:
                 raise ReadOnly(f"{name} refused: read-only transaction")

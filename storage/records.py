@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 Nanos = int
 JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
@@ -302,6 +302,29 @@ class Wait:
     revision: int = 0
     created_at: Nanos = 0
     updated_at: Nanos = 0
+
+
+# The five record tables the rules read and write by ID (``tx.rows`` hooks take one).
+Table = Literal["work", "execution", "scope", "timer", "wait"]
+
+LIVE_WAIT_STATES = frozenset({WaitState.ACTIVE})
+
+# "Live", defined once: what ``live=True`` selects per table (live_works,
+# live_executions, active_waits). Scopes and Timers have no live subset: a deleted
+# Timer is gone from every read. The ORM compiles this map to SQL in one place.
+LIVE_STATES: Mapping[Table, frozenset[WorkState | ExecutionState | WaitState]] = {
+    "work": LIVE_WORK_STATES,
+    "execution": LIVE_EXECUTION_STATES,
+    "wait": LIVE_WAIT_STATES,
+}
+
+
+def is_live(table: Table, record: Work | Execution | Scope | Timer | Wait) -> bool:
+    """Whether ``record`` of ``table`` is in its table's live subset (LIVE_STATES)."""
+    states = LIVE_STATES.get(table)
+    if states is None:
+        return True
+    return isinstance(record, Work | Execution | Wait) and record.state in states
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec
-from .core import Table
 from .errors import Conflict
-from .records import Event, Execution, Route, Scope, StoredEvent, Timer, Wait, Work
+from .records import Event, Execution, Route, Scope, StoredEvent, Table, Timer, Wait, Work
 
 CLASSES: dict[Table, type[Any]] = {
     "work": Work,

@@ -28,7 +28,7 @@ from django.db import connections, transaction
 
 from ..api import Tx
 from ..clock import wall_clock
-from ..core import TxScope
+from ..tx import TxScope
 from ..errors import Unavailable
 from ..files import fsync_dir, fsync_file, fsync_tree
 from ..pg_url import LIBPQ_ENV, PostgresUrl, parse_postgres_url, pg_connect, settings_target

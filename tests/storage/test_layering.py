@@ -1,6 +1,13 @@
-"""Storage knows nothing of the project: no import of the project package or the apps
-above it, no project variable name, no read of the environment. Settings decide and
-storage reads settings or arguments (storage/README.md, "Settings")."""
+"""Storage's layering, checked from the source (``ast``) rather than ``sys.modules``, so
+an import inside a function or under ``TYPE_CHECKING`` counts too.
+
+- Storage knows nothing of the project: no import of the project package or the apps
+  above it, no project variable name, no read of the environment. Settings decide and
+  storage reads settings or arguments (storage/README.md, "Settings").
+- Storage reads bottom to top by floor: a module imports only from its own floor or
+  below, and the floored modules form no import cycle (a lazy import back up a floor
+  is still an arrow back up). Extend ``FLOORS`` when a folder gets its floor.
+"""
 
 from __future__ import annotations
 
@@ -69,3 +76,113 @@ def test_the_child_environment_is_only_copied_never_read_for_a_value() -> None:
     uses = re.findall(r"os\.environ\S*", code)
     # The docstring names it once; the code copies it with .items() and nothing else.
     assert uses == ["os.environ``", "os.environ.items()"]
+
+
+# (module or package prefix, floor). The contract at the bottom, then what a selection
+# means, then the rules, then the backends; the package face sits on top of all.
+FLOORS: tuple[tuple[str, int], ...] = (
+    ("storage.errors", 0),
+    ("storage.records", 0),
+    ("storage.clock", 0),
+    ("storage.codec", 0),
+    ("storage.api", 0),
+    ("storage.readonly", 0),
+    ("storage.runs.records", 0),
+    ("storage.runs.codec", 0),
+    ("storage.runs.query", 0),
+    ("storage.meaning", 1),
+    ("storage.tx", 2),
+    ("storage.memory", 3),
+    ("storage", 9),
+)
+
+
+def floor_of(module: str) -> int | None:
+    for prefix, floor in FLOORS:
+        if module == prefix or (prefix != "storage" and module.startswith(prefix + ".")):
+            return floor
+    return None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(STORAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(dotted: str) -> bool:
+    base = STORAGE.parent.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def storage_imports(path: Path) -> set[str]:
+    """Every ``storage`` module ``path`` imports, relative imports resolved."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                found.add(sub if is_module(sub) else source)
+    return {m for m in found if m == "storage" or m.startswith("storage.")}
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in sorted(STORAGE.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        edges[module_name(path)] = storage_imports(path) - {module_name(path)}
+    return edges
+
+
+def test_no_storage_module_imports_from_a_higher_floor() -> None:
+    upward = []
+    for module, imports in graph().items():
+        floor = floor_of(module)
+        if floor is None or module == "storage":
+            continue
+        for target in sorted(imports):
+            target_floor = floor_of(target)
+            if target_floor is None or target_floor > floor:
+                upward.append(f"{module} (floor {floor}) -> {target} (floor {target_floor})")
+    assert upward == [], "imports running back up a floor:\n" + "\n".join(upward)
+
+
+def test_the_floored_modules_form_no_import_cycle() -> None:
+    edges = {m: {t for t in ts if floor_of(t) is not None} for m, ts in graph().items()}
+    edges = {m: ts for m, ts in edges.items() if floor_of(m) is not None}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == [], "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_walk_finds_the_rules_importing_the_meaning() -> None:
+    """Guards the two floor tests: the walk resolves relative imports, so it sees the
+    rules' hooks import the Event scan, and it floors the modules it is meant to judge."""
+    modules = graph()
+    assert "storage.meaning.events" in modules["storage.tx.rows"]
+    assert "storage.meaning.query" in modules["storage.meaning.series"]
+    assert floor_of("storage.tx.work") == 2
+    assert floor_of("storage.orm") is None

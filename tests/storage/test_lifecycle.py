@@ -25,7 +25,7 @@ from storage import (
     Tx,
     WorkState,
 )
-from storage.lifecycle import execution_transition_allowed, work_transition_allowed
+from storage.tx.lifecycle import execution_transition_allowed, work_transition_allowed
 
 from .contract import OUTCOME_FOR, terminate
 from .support import TTL, fails, get_execution, get_work, make_execution, make_work, outcome, tx

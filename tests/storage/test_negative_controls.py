@@ -15,9 +15,9 @@ import pytest
 from django.db import connections
 
 from storage import Guard, Nanos, StoredEvent
-from storage.core import TxScope
 from storage.memory import MemoryStore, MemoryTx
 from storage.orm import OrmStore
+from storage.tx import TxScope
 
 from .contract import test_checkpoints as checkpoints
 from .contract import test_events as events

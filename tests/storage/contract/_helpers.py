@@ -38,26 +38,6 @@ OUTCOME_FOR: dict[ExecutionState, OutcomeKind | None] = {
     X_CANCELLED: None,
 }
 
-# Every write operation of a Tx (T-01, V-02).
-WRITE_OPERATIONS = (
-    "accept_event",
-    "mark_routed",
-    "set_event_scope",
-    "put_work",
-    "put_execution",
-    "claim",
-    "renew",
-    "release",
-    "set_execution_executor",
-    "put_scope",
-    "put_timer",
-    "delete_timer",
-    "fire_timer",
-    "put_wait",
-    "kv_put",
-    "kv_delete",
-)
-
 # Valid JSON written with odd spacing, key order and escapes: it must come back byte
 # for byte, never re-serialised (ID-10).
 RAW_JSON = b'{ "b" :1,\n  "a":[1, 2.50, "\\u00e9", {"z": null}] }'

@@ -22,6 +22,7 @@ from storage import (
     WaitState,
     seconds,
 )
+from storage.api import WRITES
 
 from ..support import (
     BLOCK_TIMEOUT,
@@ -47,7 +48,7 @@ from ..support import (
     tx,
     update_work,
 )
-from ._helpers import RUNNING, WAITING, WRITE_OPERATIONS, X_PARKED, inventory
+from ._helpers import RUNNING, WAITING, X_PARKED, inventory
 
 # ---------------------------------------------------------------------------------
 # 11. Transactions (T)
@@ -56,7 +57,7 @@ from ._helpers import RUNNING, WAITING, WRITE_OPERATIONS, X_PARKED, inventory
 
 def test_transact_is_the_only_write_path(store: Store, clock: FakeClock) -> None:
     """T-01: the store itself has no write operation; writes need a live Tx."""
-    exposed = [name for name in WRITE_OPERATIONS if hasattr(store, name)]
+    exposed = [name for name in sorted(WRITES) if hasattr(store, name)]
     assert exposed == [], f"T-01: the store exposes writes outside transact: {exposed}"
 
 

@@ -9,6 +9,8 @@ from typing import cast
 
 import storage
 from storage import LeaseRef, ReadOnly, StorageError, Store, Tx, Viewer
+from storage.api import WRITES
+from storage.runs import RunRecord
 
 from ..support import (
     BLOCK_TIMEOUT,
@@ -28,7 +30,7 @@ from ..support import (
     start_attempt,
     tx,
 )
-from ._helpers import WRITE_OPERATIONS, inventory
+from ._helpers import inventory
 
 # ---------------------------------------------------------------------------------
 # 12. Views (V)
@@ -66,6 +68,7 @@ def _attempt_every_write(t: Tx, lease: LeaseRef) -> list[str]:
         "renew": lambda: t.renew(lease, t.now + 2 * TTL),
         "release": lambda: t.release(lease),
         "set_execution_executor": lambda: t.set_execution_executor("x2", "shell"),
+        "revoke_lease": lambda: t.revoke_lease("x1"),
         "put_scope": lambda: t.put_scope(make_scope("s-view")),
         "put_timer": lambda: t.put_timer(make_timer("t-view", t.now)),
         "delete_timer": lambda: t.delete_timer("t1", timer_revision),
@@ -73,8 +76,9 @@ def _attempt_every_write(t: Tx, lease: LeaseRef) -> list[str]:
         "put_wait": lambda: t.put_wait(make_wait("wt-view")),
         "kv_put": lambda: t.kv_put("ns", "k2", b"v"),
         "kv_delete": lambda: t.kv_delete("ns", "k"),
+        "put_run_record": lambda: t.put_run_record(RunRecord(run_id="r-view"), 0),
     }
-    assert sorted(attempts) == sorted(WRITE_OPERATIONS), "view: write list is incomplete"
+    assert sorted(attempts) == sorted(WRITES), "view: write list is incomplete"
     accepted = []
     for name, attempt in attempts.items():
         try:

@@ -12,12 +12,12 @@ import pytest
 from django.core.management import call_command
 
 from storage import Binding, ExecutionState, Store, Tx, WorkQuery
-from storage.core import BaseTx
 from storage.ops.backfill import (
     backfill_event_scopes,
     backfill_executors,
     run_backfills,
 )
+from storage.tx import BaseTx
 
 from ..support import (
     get_execution,

@@ -31,8 +31,8 @@ from storage import (
     select_facets,
     select_works,
 )
+from storage.meaning.series import select_exhausted, work_series
 from storage.orm import OrmStore
-from storage.series import select_exhausted, work_series
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 

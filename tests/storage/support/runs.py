@@ -15,7 +15,6 @@ from typing import Any
 from hypothesis import strategies as st
 
 from storage import Guard, Store
-from storage.core import BaseTx
 from storage.ops.run_sessions import RunStore
 from storage.runs import (
     AttemptRecord,
@@ -35,6 +34,7 @@ from storage.runs import (
     decode,
 )
 from storage.runs.query import RunRow
+from storage.tx import BaseTx
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from .errors import Invalid
-from .records import Work, WorkFacets, WorkQuery
+from ..errors import Invalid
+from ..records import Work, WorkFacets, WorkQuery
 
 
 def check_query(query: WorkQuery) -> None:

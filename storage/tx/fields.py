@@ -6,8 +6,8 @@ import json
 import re
 from collections.abc import Iterable
 
-from .errors import Invalid
-from .records import CorrelationKey, Payload
+from ..errors import Invalid
+from ..records import CorrelationKey, Payload
 
 # Resolution 1 of the checklist: lowercase segments joined by dots, at least two.
 _DOTTED = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)+$")

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from .errors import Invalid
-from .query import check_query, matches, select_works
-from .records import (
+from ..errors import Invalid
+from ..records import (
     MAX_BUCKETS,
     Buckets,
     Execution,
@@ -37,6 +36,7 @@ from .records import (
     WorkQuery,
     WorkState,
 )
+from .query import check_query, matches, select_works
 
 
 def check_buckets(buckets: Buckets) -> None:

@@ -6,8 +6,8 @@ same-state write is allowed is a separate rule (nonterminal records only).
 
 from __future__ import annotations
 
-from .errors import Invalid
-from .records import ExecutionState, WorkState
+from ..errors import Invalid
+from ..records import ExecutionState, WorkState
 
 _W = WorkState
 _X = ExecutionState

@@ -1,0 +1,137 @@
+"""Transaction plumbing shared by every area of the rules.
+
+``TxScope`` refuses nesting, ``check_admission`` enforces the Guard's cancel token and
+deadline, and ``TxBase`` holds Guard.now, the open/thread checks (``_check``), the
+read-only refusal (``_writable``), lease fencing (``verify_lease``) and the one
+pre-commit rule (``before_commit``). Serializability comes from the backend's
+transaction (a global lock in the double, ``BEGIN IMMEDIATE`` on SQLite), so a read
+followed by a write inside one operation cannot race another transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..errors import (
+    Cancelled,
+    Fenced,
+    Invalid,
+    ReadOnly,
+    TxClosed,
+)
+from ..records import (
+    Execution,
+    ExecutionState,
+    Guard,
+    LeaseRef,
+    Nanos,
+    WaitState,
+    WorkState,
+)
+from .rows import Rows
+
+# Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
+_local = threading.local()
+
+
+def in_transaction() -> bool:
+    return bool(getattr(_local, "depth", 0))
+
+
+class TxScope:
+    """Marks the current thread as inside a transaction for the ``with`` body."""
+
+    def __enter__(self) -> None:
+        if in_transaction():
+            raise TxClosed("a transaction cannot be nested inside another transaction")
+        _local.depth = 1
+
+    def __exit__(self, *exc: object) -> None:
+        _local.depth = 0
+
+
+def check_admission(guard: Guard) -> None:
+    """Raise Cancelled when the guard's token fired or its deadline passed."""
+    if guard.cancel is not None and guard.cancel.cancelled:
+        raise Cancelled("transaction cancelled before commit")
+    if guard.deadline is not None and time.monotonic() >= guard.deadline:
+        raise Cancelled("transaction deadline passed before commit")
+
+
+class TxBase(Rows):
+    """State of one transaction; the area rules build on it."""
+
+    def __init__(self, now: Nanos, *, read_only: bool) -> None:
+        self._now = now
+        self._read_only = read_only
+        self._open = True
+        self._thread = threading.get_ident()
+        self._registered_waits: list[str] = []
+        # Set by the first write call; commits of dirty transactions bump the store
+        # version that lets the console answer "unchanged" without reading records.
+        self.dirty = False
+        # False when the Guard carries a lease: executor transactions may not use the
+        # control-plane-only operations (revoke_lease).
+        self.trusted = True
+
+    # -- transaction plumbing ------------------------------------------------------
+    @property
+    def now(self) -> Nanos:
+        self._check()
+        return self._now
+
+    def admit(self, now: Nanos) -> None:
+        """Fix Guard.now once the backend holds its write lock and knows the last
+        committed now (backends that read the clock through the Tx itself)."""
+        self._now = now
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    def close(self) -> None:
+        self._open = False
+
+    def _check(self) -> None:
+        if not self._open:
+            raise TxClosed("transaction already ended; a Tx must not escape its callback")
+        if threading.get_ident() != self._thread:
+            raise TxClosed("a Tx must not be used from another thread")
+
+    def _writable(self) -> None:
+        self._check()
+        if self._read_only:
+            raise ReadOnly("this transaction is read-only (View)")
+        self.dirty = True
+
+    def verify_lease(self, lease: LeaseRef) -> Execution:
+        """Fencing (L-07): the lease must be the attempt's live authority."""
+        x = self._get("execution", lease.execution_id)
+        if x is None:
+            raise Fenced(f"lease names unknown Execution {lease.execution_id!r}")
+        if x.state is not ExecutionState.RUNNING or not x.owner:
+            raise Fenced(f"Execution {x.id} holds no live lease (state {x.state})")
+        if x.owner != lease.owner or x.epoch != lease.epoch:
+            raise Fenced(f"lease {lease.owner}@{lease.epoch} superseded by {x.owner}@{x.epoch}")
+        if self._now >= x.lease_expires_at:
+            raise Fenced(f"lease of Execution {x.id} expired")
+        work = self._get("work", x.work_id)
+        if work is None or work.terminal:
+            raise Fenced(f"Work {x.work_id} is terminal")
+        return x
+
+    def before_commit(self) -> None:
+        """Waits must join the transaction that parks their attempt (resolution 19)."""
+        for wait_id in self._registered_waits:
+            wait = self._get("wait", wait_id)
+            if wait is None or wait.state is not WaitState.ACTIVE:
+                continue
+            x = self._get("execution", wait.execution_id)
+            work = self._get("work", wait.work_id)
+            parked = x is not None and x.state in (ExecutionState.PARKED, ExecutionState.WAITING)
+            if not parked or work is None or work.state is not WorkState.WAITING:
+                raise Invalid(
+                    f"Wait {wait_id} must be registered in the transaction that parks "
+                    "its attempt and marks its Work waiting"
+                )

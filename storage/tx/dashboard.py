@@ -1,0 +1,78 @@
+"""Dashboard reads: time series of Work, Events and attempts, the attempts behind a
+bucket, and exhausted Work. Their meaning over plain lists is ``storage.meaning.series``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import (
+    Invalid,
+)
+from ..meaning import series
+from ..meaning.query import check_query
+from ..records import (
+    Buckets,
+    Execution,
+    Nanos,
+    Work,
+    WorkQuery,
+)
+from . import fields
+from .base import TxBase
+
+
+class DashboardRules(TxBase):
+    """The dashboard reads of ``Tx``."""
+
+    def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Work matching ``query``'s filters, per state (the query's states, else all),
+        counted by the bucket of its ``updated_at``. Order, cursor and limit are not
+        used. Served by indexes on (state, updated) and (scope, state, updated)."""
+        self._check()
+        check_query(query)
+        series.check_buckets(buckets)
+        return self._work_series(query, buckets)
+
+    def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Events per bucket of their acceptance time, recorded in any of
+        ``scope_ids`` ("" = none recorded; None = any)."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._event_series(buckets, scope_ids)
+
+    def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
+        """Attempts per bucket of their first claim, of Work in any of ``scope_ids``."""
+        self._check()
+        series.check_buckets(buckets)
+        series.check_scope_ids(scope_ids)
+        return self._attempt_series(buckets, scope_ids)
+
+    def started_executions(
+        self,
+        since: Nanos,
+        before: Nanos,
+        scope_ids: Sequence[str] | None = None,
+        limit: int = 0,
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), of Work in any of ``scope_ids``,
+        the most recently started first: what an ``attempt_series`` bucket counted."""
+        self._check()
+        fields.require_limit(limit)
+        series.check_scope_ids(scope_ids)
+        if since < 0 or before < since:
+            raise Invalid("a time range runs from a nonnegative start to a later end")
+        return self._started_executions(since, before, scope_ids, limit)
+
+    def exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """``query``'s Work that is exhausted (ready, has had an attempt, no live
+        attempt, no Timer), in the query's order, paged and limited by it."""
+        self._check()
+        check_query(query)
+        return self._exhausted_works(query)
+
+    def count_exhausted(self, query: WorkQuery) -> int:
+        self._check()
+        check_query(query)
+        return self._count_exhausted(query)

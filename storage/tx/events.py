@@ -1,0 +1,183 @@
+"""Events: acceptance with delivery dedup, routing, recorded Scope, and every scan.
+
+Each scan is one ``EventScan`` (its meaning is ``storage.meaning.events``), so a backend
+implements one read, ``_scan_events``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..errors import (
+    Conflict,
+    Invalid,
+    NotFound,
+)
+from ..meaning.events import EventScan
+from ..records import (
+    Event,
+    Nanos,
+    Route,
+    StoredEvent,
+)
+from . import fields
+from .base import TxBase
+
+
+class EventRules(TxBase):
+    """The Event operations of ``Tx``."""
+
+    def _validate_envelope(self, event: Event) -> None:
+        fields.require_id(event.id, "Event ID")
+        fields.require_id(event.source, "Event source")
+        fields.require_id(event.delivery_id, "Event delivery_id")
+        fields.require_dotted(event.type, "Event type")
+        fields.require_payload(event.payload)
+        fields.require_keys(event.keys)
+        fields.actor_for(event.source, event.actor)
+
+    def accept_event(self, event: Event) -> tuple[StoredEvent, bool]:
+        self._writable()
+        self._validate_envelope(event)
+        existing, same_id = self._event_identity(event)
+        if existing is not None:
+            return existing, False
+        if same_id is not None:
+            raise Conflict(f"Event ID {event.id!r} already names another delivery")
+        if event.causation_id:
+            if event.causation_id == event.id:
+                raise Invalid("an Event cannot be its own causation")
+            if self._get_event(event.causation_id) is None:
+                raise NotFound(f"causation Event {event.causation_id!r} does not exist")
+        stored = replace(
+            event,
+            actor=fields.actor_for(event.source, event.actor),
+            occurred_at=event.occurred_at or self._now,
+            received_at=self._now,
+        )
+        sequence = self._insert_event(stored)
+        return StoredEvent(stored, sequence), True
+
+    def _require_event(self, event_id: str) -> StoredEvent:
+        stored = self._get_event(event_id)
+        if stored is None:
+            raise NotFound(f"Event {event_id!r} does not exist")
+        return stored
+
+    def mark_routed(self, event_id: str, work_id: str, disposition: str) -> None:
+        self._writable()
+        stored = self._require_event(event_id)
+        if not disposition:
+            raise Invalid("a routing disposition must be nonempty")
+        if disposition == "routed" and not work_id:
+            raise Invalid("disposition 'routed' needs a Work")
+        if work_id and self._get("work", work_id) is None:
+            raise NotFound(f"Work {work_id!r} does not exist")
+        if stored.route is not None:
+            if (stored.route.work_id, stored.route.disposition) == (work_id, disposition):
+                return
+            raise Conflict(
+                f"Event {event_id} already routed to {stored.route.work_id!r} "
+                f"as {stored.route.disposition!r}"
+            )
+        self._set_route(event_id, Route(work_id, disposition, self._now))
+
+    def set_event_scope(self, event_id: str, scope_id: str) -> None:
+        self._writable()
+        if not scope_id:
+            raise Invalid("an Event scope must be nonempty")
+        stored = self._require_event(event_id)
+        if not self._exists("scope", scope_id):
+            raise NotFound(f"Scope {scope_id!r} does not exist")
+        if stored.scope_id == scope_id:
+            return
+        if stored.scope_id:
+            raise Conflict(f"Event {event_id} already has scope {stored.scope_id!r}")
+        self._set_event_scope(event_id, scope_id)
+
+    def event(self, event_id: str) -> StoredEvent:
+        self._check()
+        return self._require_event(event_id)
+
+    def event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent:
+        self._check()
+        stored = self._event_by_delivery(source, delivery_id)
+        if stored is None:
+            raise NotFound(f"no Event for delivery ({source!r}, {delivery_id!r})")
+        return stored
+
+    def _scan(self, scan: EventScan) -> list[StoredEvent]:
+        self._check()
+        fields.require_limit(scan.limit)
+        if scan.after < 0 or scan.before < 0:
+            raise Invalid("event cursors are nonnegative acceptance sequences")
+        return self._scan_events(scan)
+
+    def events(self, after: int = 0, limit: int = 0) -> list[StoredEvent]:
+        return self._scan(EventScan(after=after, limit=limit))
+
+    def unrouted_events(self, after: int = 0, limit: int = 0) -> list[StoredEvent]:
+        return self._scan(EventScan(after=after, limit=limit, unrouted=True))
+
+    def work_events(self, work_id: str, after: int = 0, limit: int = 0) -> list[StoredEvent]:
+        fields.require_id(work_id, "Work ID")
+        return self._scan(EventScan(after=after, limit=limit, work_id=work_id))
+
+    def scope_events(
+        self, scope_ids: Sequence[str], after: int = 0, limit: int = 0
+    ) -> list[StoredEvent]:
+        if isinstance(scope_ids, str):
+            raise Invalid("scope_events takes a sequence of Scope IDs")
+        return self._scan(EventScan(after=after, limit=limit, scope_ids=tuple(scope_ids)))
+
+    def derived_events(self, event_id: str) -> list[StoredEvent]:
+        return self._scan(EventScan(caused_by=event_id))
+
+    def find_events(
+        self,
+        *,
+        after: int = 0,
+        before: int = 0,
+        limit: int = 0,
+        newest_first: bool = False,
+        sources: Sequence[str] = (),
+        types: Sequence[str] = (),
+        scope_ids: Sequence[str] | None = None,
+        work_id: str = "",
+        unrouted: bool = False,
+        received_since: Nanos | None = None,
+        received_before: Nanos | None = None,
+    ) -> list[StoredEvent]:
+        """The operator's Event search: sequence strictly between ``after`` and
+        ``before`` (0: unbounded), any of ``sources``, any of ``types``, recorded in
+        any of ``scope_ids`` ("" = none recorded), naming or routed to ``work_id``,
+        unrouted only, accepted in [received_since, received_before) (the dashboard's
+        buckets; by the acceptance-time index); ascending or newest first; at most
+        ``limit``. Every filter is
+        served by an index ending in the sequence, so a page costs what it returns."""
+        for values, what in ((sources, "sources"), (types, "types"), (scope_ids, "scope_ids")):
+            if isinstance(values, str):
+                raise Invalid(f"find_events {what} takes a sequence, not a string")
+        scan = EventScan(
+            after=after,
+            before=before,
+            limit=limit,
+            newest_first=newest_first,
+            sources=tuple(sources),
+            types=tuple(types),
+            scope_ids=None if scope_ids is None else tuple(scope_ids),
+            work_id=work_id or None,
+            unrouted=unrouted,
+            received_since=received_since,
+            received_before=received_before,
+        )
+        return self._scan(scan)
+
+    def latest_sequence(self) -> int:
+        self._check()
+        return self._latest_sequence()
+
+    def store_version(self) -> int:
+        self._check()
+        return self._store_version()

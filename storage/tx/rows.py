@@ -1,0 +1,178 @@
+"""The row hooks a backend supplies: the persistence interface under the rules.
+
+The rules (``storage.tx``) do every check before their first write and then call these
+hooks, so a hook never validates and never refuses on contract grounds. Each hook's
+docstring is its contract. Two have defaults a backend may override to save a read
+(``_exists``, ``_event_identity``). Like procrastinate's ``BaseConnector``: all of the
+interface in one place.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Literal, overload
+
+from ..meaning.events import EventScan
+from ..records import (
+    Buckets,
+    CorrelationKey,
+    Event,
+    Execution,
+    Nanos,
+    Route,
+    Scope,
+    StoredEvent,
+    Table,
+    Timer,
+    Wait,
+    Work,
+    WorkFacets,
+    WorkQuery,
+)
+from ..runs.query import RunRow
+from ..runs.records import RunQuery
+
+
+class Rows(ABC):
+    """Row access by table, Event, key, KV, run-record and dashboard hooks."""
+
+    @overload
+    @abstractmethod
+    def _get(self, table: Literal["work"], id: str) -> Work | None: ...
+    @overload
+    @abstractmethod
+    def _get(self, table: Literal["execution"], id: str) -> Execution | None: ...
+    @overload
+    @abstractmethod
+    def _get(self, table: Literal["scope"], id: str) -> Scope | None: ...
+    @overload
+    @abstractmethod
+    def _get(self, table: Literal["timer"], id: str) -> Timer | None: ...
+    @overload
+    @abstractmethod
+    def _get(self, table: Literal["wait"], id: str) -> Wait | None: ...
+    @abstractmethod
+    def _get(self, table: Table, id: str) -> Work | Execution | Scope | Timer | Wait | None: ...
+
+    def _exists(self, table: Table, id: str) -> bool:
+        """Whether the record exists (a backend may answer without building it)."""
+        return self._get(table, id) is not None
+
+    @abstractmethod
+    def _put(
+        self, table: Table, record: Work | Execution | Scope | Timer | Wait, create: bool
+    ) -> None:
+        """Insert (create) or overwrite a record whose checks already passed."""
+
+    @abstractmethod
+    def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
+        """Records sorted by ID, optionally of one Work and/or only live ones."""
+
+    @abstractmethod
+    def _timer_floor(self, timer_id: str) -> int:
+        """Highest revision ever given to this timer ID, deleted ones included."""
+
+    @abstractmethod
+    def _delete_timer(self, timer_id: str) -> None:
+        """Remove a timer, keeping its revision high-water mark."""
+
+    @abstractmethod
+    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]: ...
+
+    @abstractmethod
+    def _key_owner(self, key: CorrelationKey) -> str | None: ...
+
+    @abstractmethod
+    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None: ...
+
+    @abstractmethod
+    def _latest_attempt(self, work_id: str) -> Execution | None: ...
+
+    @abstractmethod
+    def _query_works(self, query: WorkQuery) -> list[Work]: ...
+
+    @abstractmethod
+    def _count_works(self, query: WorkQuery) -> int: ...
+
+    @abstractmethod
+    def _work_facets(self, query: WorkQuery) -> WorkFacets: ...
+
+    @abstractmethod
+    def _get_event(self, event_id: str) -> StoredEvent | None: ...
+
+    @abstractmethod
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None: ...
+
+    def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
+        """The stored Events holding ``event``'s delivery identity and its ID (a
+        backend may answer both with one read)."""
+        return self._event_by_delivery(event.source, event.delivery_id), self._get_event(event.id)
+
+    @abstractmethod
+    def _insert_event(self, event: Event) -> int:
+        """Store a new envelope; returns its acceptance sequence."""
+
+    @abstractmethod
+    def _set_event_scope(self, event_id: str, scope_id: str) -> None: ...
+
+    @abstractmethod
+    def _set_route(self, event_id: str, route: Route) -> None: ...
+
+    @abstractmethod
+    def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
+        """Events selected by ``scan``, in its order, at most ``scan.limit``."""
+
+    @abstractmethod
+    def _latest_sequence(self) -> int: ...
+
+    @abstractmethod
+    def _store_version(self) -> int:
+        """Count of committed write transactions (a store-wide change counter)."""
+
+    @abstractmethod
+    def _kv_get(self, namespace: str, key: str) -> bytes | None: ...
+
+    @abstractmethod
+    def _kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
+
+    @abstractmethod
+    def _kv_delete(self, namespace: str, key: str) -> None: ...
+
+    @abstractmethod
+    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]: ...
+
+    @abstractmethod
+    def _run_row(self, run_id: str) -> RunRow | None: ...
+
+    @abstractmethod
+    def _put_run_row(self, row: RunRow, expected: int) -> None:
+        """Insert (``expected`` 0) or overwrite the row whose stored revision is
+        ``expected``; the checks already passed."""
+
+    @abstractmethod
+    def _run_rows(self, query: RunQuery) -> list[RunRow]:
+        """Rows selected by ``query`` in its order (``select_run_rows`` is the meaning)."""
+
+    @abstractmethod
+    def _count_run_rows(self, query: RunQuery) -> int: ...
+
+    @abstractmethod
+    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]: ...
+
+    @abstractmethod
+    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+
+    @abstractmethod
+    def _started_executions(
+        self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]: ...
+
+    @abstractmethod
+    def _exhausted_works(self, query: WorkQuery) -> list[Work]: ...
+
+    @abstractmethod
+    def _count_exhausted(self, query: WorkQuery) -> int: ...

@@ -1,0 +1,124 @@
+"""Timers: arming, rearming and firing; a fired Timer's template is accepted as an Event.
+
+Revisions survive deletion (``_timer_floor``), so a re-created Timer ID never repeats
+a revision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import (
+    Conflict,
+    Invalid,
+    NotFound,
+)
+from ..records import (
+    Event,
+    Nanos,
+    StoredEvent,
+    Timer,
+    TimerNext,
+)
+from . import fields
+from .events import EventRules
+from .work import WorkRules
+
+
+class TimerRules(WorkRules, EventRules):
+    """The Timer operations of ``Tx``."""
+
+    def _require_unused_identity(self, template: Event) -> None:
+        self._validate_envelope(template)
+        if any(stored is not None for stored in self._event_identity(template)):
+            raise Conflict(f"timer template reuses accepted Event identity {template.id!r}")
+
+    def put_timer(self, timer: Timer) -> Timer:
+        self._writable()
+        fields.require_id(timer.id, "Timer ID")
+        self._require_unused_identity(timer.template)
+        if timer.work_id:
+            self._require_work(timer.work_id)
+        current = self._get("timer", timer.id)
+        if timer.revision == 0:
+            if current is not None:
+                raise Conflict(f"Timer {timer.id!r} already exists")
+            revision = self._timer_floor(timer.id) + 1
+        else:
+            if current is None:
+                raise NotFound(f"Timer {timer.id!r} does not exist")
+            if timer.revision != current.revision:
+                raise Conflict(
+                    f"Timer {timer.id} is at revision {current.revision}, not {timer.revision}"
+                )
+            revision = current.revision + 1
+        stored = replace(
+            timer,
+            revision=revision,
+            created_at=current.created_at if current else self._now,
+            updated_at=self._now,
+        )
+        self._put("timer", stored, create=current is None)
+        return stored
+
+    def _current_timer(self, timer_id: str, revision: int) -> Timer:
+        timer = self._get("timer", timer_id)
+        if timer is None:
+            raise NotFound(f"Timer {timer_id!r} does not exist")
+        if timer.revision != revision:
+            raise Conflict(f"Timer {timer_id} is at revision {timer.revision}, not {revision}")
+        return timer
+
+    def timer(self, timer_id: str) -> Timer:
+        self._check()
+        timer = self._get("timer", timer_id)
+        if timer is None:
+            raise NotFound(f"Timer {timer_id!r} does not exist")
+        return timer
+
+    def timers(self, work_id: str = "") -> list[Timer]:
+        self._check()
+        return self._list("timer", work_id=work_id)
+
+    def due_timers(self, now: Nanos, limit: int = 0) -> list[Timer]:
+        self._check()
+        fields.require_limit(limit)
+        return self._due_timers(now, limit)
+
+    def delete_timer(self, timer_id: str, revision: int) -> None:
+        self._writable()
+        self._current_timer(timer_id, revision)
+        self._delete_timer(timer_id)
+
+    def fire_timer(
+        self, timer_id: str, revision: int, next: TimerNext | None = None
+    ) -> StoredEvent:
+        self._writable()
+        timer = self._current_timer(timer_id, revision)
+        if self._now < timer.fire_at:
+            raise Invalid(f"Timer {timer_id} is not due until {timer.fire_at}")
+        fired = replace(timer.template, occurred_at=timer.fire_at)
+        self._require_unused_identity(fired)
+        if next is not None:
+            if next.fire_at <= timer.fire_at:
+                raise Invalid("a rearmed timer must fire later than the fired time")
+            same = (next.template.source, next.template.delivery_id) == (
+                fired.source,
+                fired.delivery_id,
+            )
+            if same or next.template.id == fired.id:
+                raise Invalid("a rearmed timer needs a new Event identity")
+            self._require_unused_identity(next.template)
+        stored, _ = self.accept_event(fired)
+        if next is None:
+            self._delete_timer(timer_id)
+        else:
+            rearmed = replace(
+                timer,
+                fire_at=next.fire_at,
+                template=next.template,
+                revision=timer.revision + 1,
+                updated_at=self._now,
+            )
+            self._put("timer", rearmed, create=False)
+        return stored
