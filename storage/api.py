@@ -135,7 +135,7 @@ class Tx(Protocol):
     def count_works(self, query: WorkQuery) -> int: ...
     def work_facets(self, query: WorkQuery) -> WorkFacets: ...
 
-    # Dashboard reads (meaning: storage/series.py) ---------------------------------
+    # Dashboard reads (meaning: storage/meaning/series.py) -------------------------
     def work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
         """Work matching ``query``'s filters per state (the query's, else all six),
         counted by the bucket of its updated time; order, cursor and limit unused."""

@@ -13,22 +13,8 @@ from __future__ import annotations
 import threading
 import time
 
-from ..errors import (
-    Cancelled,
-    Fenced,
-    Invalid,
-    ReadOnly,
-    TxClosed,
-)
-from ..records import (
-    Execution,
-    ExecutionState,
-    Guard,
-    LeaseRef,
-    Nanos,
-    WaitState,
-    WorkState,
-)
+from ..errors import Cancelled, Fenced, Invalid, ReadOnly, TxClosed
+from ..records import Execution, ExecutionState, Guard, LeaseRef, Nanos, WaitState, WorkState
 from .rows import Rows
 
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).

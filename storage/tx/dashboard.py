@@ -6,18 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import (
-    Invalid,
-)
+from ..errors import Invalid
 from ..meaning import series
 from ..meaning.query import check_query
-from ..records import (
-    Buckets,
-    Execution,
-    Nanos,
-    Work,
-    WorkQuery,
-)
+from ..records import Buckets, Execution, Nanos, Work, WorkQuery
 from . import fields
 from .base import TxBase
 

@@ -9,18 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-)
+from ..errors import Conflict, Invalid, NotFound
 from ..meaning.events import EventScan
-from ..records import (
-    Event,
-    Nanos,
-    Route,
-    StoredEvent,
-)
+from ..records import Event, Nanos, Route, StoredEvent
 from . import fields
 from .base import TxBase
 

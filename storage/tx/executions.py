@@ -8,12 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Fenced,
-    Invalid,
-    NotFound,
-)
+from ..errors import Conflict, Fenced, Invalid, NotFound
 from ..records import (
     LIVE_EXECUTION_STATES,
     ArtifactRef,

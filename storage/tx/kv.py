@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from ..api import KV_VALUE_LIMIT
-from ..errors import (
-    Invalid,
-    NotFound,
-)
+from ..errors import Invalid, NotFound
 from . import fields
 from .base import TxBase
 

@@ -37,6 +37,7 @@ from ..runs.records import RunQuery
 class Rows(ABC):
     """Row access by table, Event, key, KV, run-record and dashboard hooks."""
 
+    # -- records by table (work, execution, scope, timer, wait) ---------------------
     @overload
     @abstractmethod
     def _get(self, table: Literal["work"], id: str) -> Work | None: ...
@@ -53,7 +54,8 @@ class Rows(ABC):
     @abstractmethod
     def _get(self, table: Literal["wait"], id: str) -> Wait | None: ...
     @abstractmethod
-    def _get(self, table: Table, id: str) -> Work | Execution | Scope | Timer | Wait | None: ...
+    def _get(self, table: Table, id: str) -> Work | Execution | Scope | Timer | Wait | None:
+        """The record of ``table`` with this ID, or None (a deleted Timer is None)."""
 
     def _exists(self, table: Table, id: str) -> bool:
         """Whether the record exists (a backend may answer without building it)."""
@@ -78,31 +80,42 @@ class Rows(ABC):
         """Remove a timer, keeping its revision high-water mark."""
 
     @abstractmethod
-    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]: ...
+    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
+        """Live Timers with ``fire_at <= now``, by (fire_at, ID), at most ``limit`` (0: all)."""
+
+    # -- correlation keys, attempts and Work queries ---------------------------------
+    @abstractmethod
+    def _key_owner(self, key: CorrelationKey) -> str | None:
+        """The ID of the Work that owns ``key``, or None."""
 
     @abstractmethod
-    def _key_owner(self, key: CorrelationKey) -> str | None: ...
+    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
+        """Record ``work_id`` as owner of ``keys``, at positions from ``first`` on."""
 
     @abstractmethod
-    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None: ...
+    def _latest_attempt(self, work_id: str) -> Execution | None:
+        """The Work's Execution with the highest attempt number, or None."""
 
     @abstractmethod
-    def _latest_attempt(self, work_id: str) -> Execution | None: ...
+    def _query_works(self, query: WorkQuery) -> list[Work]:
+        """Work selected by ``query`` (``meaning.query.select_works`` is the meaning)."""
 
     @abstractmethod
-    def _query_works(self, query: WorkQuery) -> list[Work]: ...
+    def _count_works(self, query: WorkQuery) -> int:
+        """How many Work pass ``query``'s filters (order, cursor and limit unused)."""
 
     @abstractmethod
-    def _count_works(self, query: WorkQuery) -> int: ...
+    def _work_facets(self, query: WorkQuery) -> WorkFacets:
+        """Counts per facet value under ``query``'s filters (``select_facets``)."""
+
+    # -- Events ---------------------------------------------------------------------
+    @abstractmethod
+    def _get_event(self, event_id: str) -> StoredEvent | None:
+        """The stored Event with this ID, or None."""
 
     @abstractmethod
-    def _work_facets(self, query: WorkQuery) -> WorkFacets: ...
-
-    @abstractmethod
-    def _get_event(self, event_id: str) -> StoredEvent | None: ...
-
-    @abstractmethod
-    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None: ...
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
+        """The stored Event with this (source, delivery_id), or None."""
 
     def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
         """The stored Events holding ``event``'s delivery identity and its ID (a
@@ -114,36 +127,46 @@ class Rows(ABC):
         """Store a new envelope; returns its acceptance sequence."""
 
     @abstractmethod
-    def _set_event_scope(self, event_id: str, scope_id: str) -> None: ...
+    def _set_event_scope(self, event_id: str, scope_id: str) -> None:
+        """Record the Scope of an Event that has none (checks already passed)."""
 
     @abstractmethod
-    def _set_route(self, event_id: str, route: Route) -> None: ...
+    def _set_route(self, event_id: str, route: Route) -> None:
+        """Record the routing of an unrouted Event (checks already passed)."""
 
     @abstractmethod
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
         """Events selected by ``scan``, in its order, at most ``scan.limit``."""
 
     @abstractmethod
-    def _latest_sequence(self) -> int: ...
+    def _latest_sequence(self) -> int:
+        """The highest acceptance sequence given so far (0: none)."""
 
     @abstractmethod
     def _store_version(self) -> int:
         """Count of committed write transactions (a store-wide change counter)."""
 
+    # -- KV -------------------------------------------------------------------------
     @abstractmethod
-    def _kv_get(self, namespace: str, key: str) -> bytes | None: ...
+    def _kv_get(self, namespace: str, key: str) -> bytes | None:
+        """The value stored under (namespace, key), or None."""
 
     @abstractmethod
-    def _kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
+    def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        """Store ``value`` under (namespace, key), replacing any value there."""
 
     @abstractmethod
-    def _kv_delete(self, namespace: str, key: str) -> None: ...
+    def _kv_delete(self, namespace: str, key: str) -> None:
+        """Remove (namespace, key); absent is not an error."""
 
     @abstractmethod
-    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]: ...
+    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
+        """(key, value) pairs of ``namespace`` whose key starts with ``prefix``, by key."""
 
+    # -- run records ----------------------------------------------------------------
     @abstractmethod
-    def _run_row(self, run_id: str) -> RunRow | None: ...
+    def _run_row(self, run_id: str) -> RunRow | None:
+        """The stored row of ``run_id``, undecoded, or None."""
 
     @abstractmethod
     def _put_run_row(self, row: RunRow, expected: int) -> None:
@@ -155,24 +178,32 @@ class Rows(ABC):
         """Rows selected by ``query`` in its order (``select_run_rows`` is the meaning)."""
 
     @abstractmethod
-    def _count_run_rows(self, query: RunQuery) -> int: ...
+    def _count_run_rows(self, query: RunQuery) -> int:
+        """How many rows ``query`` selects, paging aside."""
+
+    # -- dashboard reads (meaning in storage/meaning/series.py) ---------------------
+    @abstractmethod
+    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]:
+        """Per state, Work counts by bucket of ``updated_at`` (``series.work_series``)."""
 
     @abstractmethod
-    def _work_series(self, query: WorkQuery, buckets: Buckets) -> dict[str, list[int]]: ...
+    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
+        """Events per bucket of acceptance time in ``scope_ids`` (``series.event_series``)."""
 
     @abstractmethod
-    def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
-
-    @abstractmethod
-    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]: ...
+    def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
+        """Attempts per bucket of first claim, Work in ``scope_ids`` (``series``)."""
 
     @abstractmethod
     def _started_executions(
         self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
-    ) -> list[Execution]: ...
+    ) -> list[Execution]:
+        """Attempts first claimed in [since, before), latest first (``select_started``)."""
 
     @abstractmethod
-    def _exhausted_works(self, query: WorkQuery) -> list[Work]: ...
+    def _exhausted_works(self, query: WorkQuery) -> list[Work]:
+        """``query``'s exhausted Work in its order, paged (``select_exhausted``)."""
 
     @abstractmethod
-    def _count_exhausted(self, query: WorkQuery) -> int: ...
+    def _count_exhausted(self, query: WorkQuery) -> int:
+        """How many Work ``query``'s filters select that are exhausted."""

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Corrupt,
-    Invalid,
-    RecordsNewer,
-    StorageError,
-)
+from ..errors import Conflict, Corrupt, Invalid, RecordsNewer, StorageError
 from ..runs.codec import decode as decode_run
 from ..runs.codec import encode as encode_run
 from ..runs.query import RunRow, check_run_id, check_run_query

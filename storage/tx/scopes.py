@@ -7,14 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-)
-from ..records import (
-    Scope,
-)
+from ..errors import Conflict, Invalid, NotFound
+from ..records import Scope
 from . import fields
 from .executions import ExecutionRules
 

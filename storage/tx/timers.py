@@ -8,18 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-)
-from ..records import (
-    Event,
-    Nanos,
-    StoredEvent,
-    Timer,
-    TimerNext,
-)
+from ..errors import Conflict, Invalid, NotFound
+from ..records import Event, Nanos, StoredEvent, Timer, TimerNext
 from . import fields
 from .events import EventRules
 from .work import WorkRules

@@ -8,15 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-)
-from ..records import (
-    Wait,
-    WaitState,
-)
+from ..errors import Conflict, Invalid, NotFound
+from ..records import Wait, WaitState
 from . import fields
 from .events import EventRules
 from .executions import ExecutionRules

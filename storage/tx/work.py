@@ -7,19 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-)
+from ..errors import Conflict, Invalid, NotFound
 from ..meaning.query import check_query
-from ..records import (
-    CorrelationKey,
-    Work,
-    WorkFacets,
-    WorkQuery,
-    WorkState,
-)
+from ..records import CorrelationKey, Work, WorkFacets, WorkQuery, WorkState
 from . import fields, lifecycle
 from .base import TxBase
 

@@ -1,6 +1,6 @@
 """W-06, X-01..X-07, L-04: the Work and Execution lifecycle tables over every state
 pair (36 Work, 64 Execution) and unknown states, through the pure predicates of
-``storage.lifecycle`` and through ``put_work``/``put_execution``/``claim`` on each
+``storage.tx.lifecycle`` and through ``put_work``/``put_execution``/``claim`` on each
 backend.
 
 Equality is not a transition: the predicates say False for equal states, while the

@@ -3,7 +3,7 @@ WorkQuery filters they link to (``scope_ids``, ``updated_before``).
 
 Every figure is checked against a data set built at known instants, at the bucket
 boundaries too (a bucket is [low, high)), so the double and the SQL backend agree
-with ``storage/series.py`` and with each other.
+with ``storage/meaning/series.py`` and with each other.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Q-13: ``query_works``, ``count_works`` and ``work_facets`` on SQLite equal
 ``storage.select_works`` / ``select_facets`` over a plain list of the same Work, for
 randomised data sets (with time ties) and randomised queries; so do the dashboard's
-``work_series`` and ``exhausted_works`` their meaning in ``storage.series``."""
+``work_series`` and ``exhausted_works`` their meaning in ``storage.meaning.series``."""
 
 from __future__ import annotations
 
