@@ -28,10 +28,10 @@ from django.db import connections, transaction
 
 from ..api import Tx
 from ..clock import wall_clock
-from ..tx import TxScope
 from ..errors import Unavailable
 from ..files import fsync_dir, fsync_file, fsync_tree
 from ..pg_url import LIBPQ_ENV, PostgresUrl, parse_postgres_url, pg_connect, settings_target
+from ..tx import TxScope
 from .bundle import (
     ARTIFACTS,
     DUMP,

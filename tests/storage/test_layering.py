@@ -78,22 +78,39 @@ def test_the_child_environment_is_only_copied_never_read_for_a_value() -> None:
     assert uses == ["os.environ``", "os.environ.items()"]
 
 
-# (module or package prefix, floor). The contract at the bottom, then what a selection
-# means, then the rules, then the backends; the package face sits on top of all.
+# (module or package prefix, floor), first match wins: the floors of storage/README.md's
+# map. The contract at the bottom, then what a selection means, the rules, the backends,
+# the operations, durability and the composition root; the package face on top.
 FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.errors", 0),
     ("storage.records", 0),
     ("storage.clock", 0),
     ("storage.codec", 0),
     ("storage.api", 0),
-    ("storage.readonly", 0),
+    ("storage.pg_url", 0),
+    ("storage.files", 0),
+    # Run records are records: their codec and query meaning sit with the contract.
     ("storage.runs.records", 0),
     ("storage.runs.codec", 0),
     ("storage.runs.query", 0),
     ("storage.meaning", 1),
     ("storage.tx", 2),
+    ("storage.readonly", 2),
     ("storage.memory", 3),
+    ("storage.orm", 3),
+    ("storage.writebehind", 3),
+    ("storage.models", 3),
+    ("storage.migrations", 3),
+    ("storage.artifacts", 3),
+    ("storage.runs", 3),
+    ("storage.apps", 3),
+    ("storage.ops", 4),
+    ("storage.durability", 5),
+    ("storage.default", 6),
+    ("storage.tooling", 7),
     ("storage", 9),
+    # The commands are callers of the package face, like any app above storage.
+    ("storage.management", 10),
 )
 
 
@@ -185,4 +202,5 @@ def test_the_walk_finds_the_rules_importing_the_meaning() -> None:
     assert "storage.meaning.events" in modules["storage.tx.rows"]
     assert "storage.meaning.query" in modules["storage.meaning.series"]
     assert floor_of("storage.tx.work") == 2
-    assert floor_of("storage.orm") is None
+    assert floor_of("storage.orm") == 3
+    assert floor_of("storage.migrations.0001_initial") == 3
