@@ -47,7 +47,7 @@ from storage import (
 from storage.artifacts import FileArtifactStore
 from storage.ops.control import cancel_work
 
-from . import catalog
+from . import catalog, steps
 from .catalog import FLOW_BY_KIND, Flow
 
 KV_NAMESPACE = "demo.generate"
@@ -197,23 +197,13 @@ class Generator:
 
     # -- starting a Work --------------------------------------------------------------
     def _start(self, tx: Tx, flow: Flow, fate: str, room: int) -> list[Plan]:
-        key = CorrelationKey(flow.source, f"{flow.key_prefix}{self.token()}")
-        body = {"id": key.external_id, "amount": self.rng.randint(5, 900) * 100}
-        payload = Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode())
-        opening = Event(
-            id=self.new_id(),
-            source=flow.source,
-            delivery_id=f"dlv_{self.token(16)}",
-            type=flow.opens,
-            keys=(key,),
-            payload=payload,
-        )
+        opening = steps.opening_event(self, self.rng, flow, f"{flow.key_prefix}{self.token()}")
         opened_by = self.accept(tx, opening, flow.scope)
         if self.rng.random() < 0.04:  # the sender delivered it twice
             self.accept(tx, replace(opening, id=self.new_id()), flow.scope)
         if fate == "completed_woken" and flow.kind not in WAKE_FLOWS:
             fate = "completed"
-        plan = self._open_work(tx, flow, fate, (key,), payload, opened_by, parent=None)
+        plan = self._open_work(tx, flow, fate, opening, opened_by, parent=None)
         plans = [plan]
         if flow.kind == "deploy.service" and fate != "pending" and room > 2:
             plans.extend(self._spawn(tx, plan))
@@ -222,29 +212,11 @@ class Generator:
         return plans
 
     def _open_work(
-        self,
-        tx: Tx,
-        flow: Flow,
-        fate: str,
-        keys: tuple[CorrelationKey, ...],
-        payload: Payload,
-        opened_by: str,
-        parent: Plan | None,
+        self, tx: Tx, flow: Flow, fate: str, opening: Event, opened_by: str, parent: Plan | None
     ) -> Plan:
-        work = tx.put_work(
-            Work(
-                id=self.new_id(),
-                kind=flow.kind,
-                scope_id=flow.scope,
-                parent_id=parent.work.id if parent else "",
-                keys=keys,
-                context=payload,
-            )
-        )
+        parent_id = parent.work.id if parent else ""
+        work, x = steps.open_work(tx, self, flow, opening.keys, opening.payload, parent_id)
         tx.mark_routed(opened_by, work.id, "routed")
-        x = tx.put_execution(
-            Execution(self.new_id(), work.id, 1, binding=flow.binding, trace_id=self.token(32))
-        )
         if fate != "pending" or self.rng.random() < 0.5:
             x = tx.claim(x.id, self.owner, tx.now + LEASE)
             work = replace(work, state=WorkState.RUNNING, revision=work.revision + 1)
@@ -256,53 +228,33 @@ class Generator:
         children = []
         for step in self.rng.sample(catalog.CHILD_STEPS, 2):
             key = CorrelationKey(flow.source, f"{parent.work.keys[0].external_id}/{step}")
-            payload = Payload("demo.step", json.dumps({"parent": parent.work.id}).encode())
-            request = Event(
-                id=self.new_id(),
-                source=f"conduit:{flow.scope}",
-                delivery_id=f"emit/{self.token(16)}",
-                type=flow.opens,
-                keys=(key,),
-                causation_id=parent.opened_by,
-                payload=payload,
+            body = {"parent": parent.work.id}
+            request = steps.derived_event(
+                self, flow.scope, flow.opens, body, parent.opened_by, keys=(key,)
             )
             opened_by = self.accept(tx, request, flow.scope)
             fate = self.rng.choices(("completed", "failed", "running"), (85, 10, 5))[0]
             if parent.fate == "waiting":
                 fate = "running"  # no step has finished: nothing could wake the parent
-            children.append(self._open_work(tx, flow, fate, (key,), payload, opened_by, parent))
+            children.append(self._open_work(tx, flow, fate, request, opened_by, parent))
         return children
 
     def _park(self, tx: Tx, plan: Plan) -> None:
-        work, flow = plan.work, plan.flow
-        timer_id = self.new_id()
-        template = Event(
-            id=self.new_id(),
-            source=catalog.TIMER_SOURCE,
-            delivery_id=f"timeout/{timer_id}",
-            type="timer.timeout",
-            work_id=work.id,
-            causation_id=plan.opened_by,
+        parked = steps.park(
+            tx,
+            self,
+            plan.work,
+            plan.x,
+            cause=plan.opened_by,
+            fire_at=tx.now + seconds(self.rng.uniform(3_600, 3 * 86_400)),
+            after_sequence=tx.latest_sequence(),
+            resumable=plan.flow.resumes,
         )
-        fire_at = tx.now + seconds(self.rng.uniform(3_600, 3 * 86_400))
-        plan.timer = tx.put_timer(
-            Timer(timer_id, fire_at, template, work_id=work.id, purpose="timeout")
-        )
-        waiting = Outcome(OutcomeKind.WAITING, f"waiting for {' or '.join(flow.wake_types)}")
-        state = ExecutionState.PARKED if flow.resumes else ExecutionState.WAITING
-        plan.x = tx.put_execution(replace(plan.x, state=state, outcome=waiting))
-        plan.work = tx.put_work(replace(work, state=WorkState.WAITING))
-        plan.wait = tx.put_wait(
-            Wait(
-                id=self.new_id(),
-                work_id=work.id,
-                execution_id=plan.x.id,
-                keys=() if flow.kind == "deploy.service" else work.keys[:1],
-                types=flow.wake_types,
-                after_sequence=tx.latest_sequence(),
-                timeout_timer_id=timer_id,
-                description=waiting.message,
-            )
+        plan.x, plan.work, plan.wait, plan.timer = (
+            parked.execution,
+            parked.work,
+            parked.wait,
+            parked.timer,
         )
 
     def _noise(self, tx: Tx) -> None:
@@ -374,70 +326,43 @@ class Generator:
         tx.put_wait(replace(p.wait, state=WaitState.WOKEN, woken_by=waker))
         tx.delete_timer(p.timer.id, p.timer.revision)
         if p.x.state is ExecutionState.WAITING:  # no resume: attempt N+1
-            p.x = tx.put_execution(
-                Execution(self.new_id(), p.work.id, p.x.attempt + 1, binding=p.x.binding)
-            )
+            p.x = steps.next_attempt(tx, self, p.x, traced=False)
         p.x = tx.claim(p.x.id, self.owner, tx.now + LEASE)
         p.work = replace(p.work, state=WorkState.RUNNING, revision=p.work.revision + 1)
         return "completed"
 
     def _complete(self, tx: Tx, p: Plan) -> None:
-        done = Outcome(OutcomeKind.COMPLETED)
-        tx.put_execution(
-            replace(
-                p.x,
-                state=ExecutionState.COMPLETED,
-                outcome=done,
-                artifacts=self.artifacts_for(),
-            )
-        )
-        p.work = tx.put_work(replace(p.work, state=WorkState.COMPLETED))
+        p.x, p.work = steps.complete(tx, p.x, p.work, self.artifacts_for())
         parent = p.parent
         if parent is not None:
-            finished = Event(
-                id=self.new_id(),
-                source=f"conduit:{p.flow.scope}",
-                delivery_id=f"emit/{self.token(16)}",
-                type="deploy.step.finished",
+            finished = steps.derived_event(
+                self,
+                p.flow.scope,
+                "deploy.step.finished",
+                {"step": p.work.id},
+                p.opened_by,
                 work_id=parent.work.id,
-                causation_id=p.opened_by,
-                payload=Payload("demo.step", json.dumps({"step": p.work.id}).encode()),
             )
             event_id = self.accept(tx, finished, p.flow.scope)
             tx.mark_routed(event_id, parent.work.id, "routed")
             parent.wake_event = parent.wake_event or event_id
 
     def _fail_attempt(self, tx: Tx, p: Plan, then: WorkState = WorkState.READY) -> None:
-        failed = Outcome(OutcomeKind.FAILED, self.rng.choice(catalog.FAILURE_MESSAGES))
-        p.x = tx.put_execution(
-            replace(
-                p.x, state=ExecutionState.FAILED, outcome=failed, artifacts=self.artifacts_for()
-            )
-        )
+        message = self.rng.choice(catalog.FAILURE_MESSAGES)
+        p.x = steps.fail_attempt(tx, p.x, message, self.artifacts_for())
         if p.work.state is not then:
             p.work = tx.put_work(replace(p.work, state=then))
 
     def _next_attempt(self, tx: Tx, p: Plan, claim: bool) -> None:
-        x = tx.put_execution(
-            Execution(self.new_id(), p.work.id, p.x.attempt + 1, binding=p.x.binding)
-        )
+        x = steps.next_attempt(tx, self, p.x, traced=False)
         if claim:
             x = tx.claim(x.id, self.owner, tx.now + LEASE)
             p.work = replace(p.work, state=WorkState.RUNNING, revision=p.work.revision + 1)
         p.x = x
 
     def _retry_timer(self, tx: Tx, p: Plan) -> None:
-        timer_id = self.new_id()
-        template = Event(
-            id=self.new_id(),
-            source=catalog.TIMER_SOURCE,
-            delivery_id=f"retry/{timer_id}",
-            type="timer.retry",
-            work_id=p.work.id,
-            causation_id=p.opened_by,
-        )
         fire_at = tx.now + seconds(self.rng.uniform(60, 900))
-        tx.put_timer(Timer(timer_id, fire_at, template, work_id=p.work.id, purpose="retry"))
+        steps.retry_timer(tx, self, p.work.id, p.opened_by, fire_at)
 
 
 def _publish_samples(artifacts: FileArtifactStore, rng: random.Random) -> list[ArtifactRef]:

@@ -37,8 +37,6 @@ from storage import (
     LeaseRef,
     Nanos,
     NotFound,
-    Outcome,
-    OutcomeKind,
     Payload,
     StorageError,
     Store,
@@ -60,10 +58,10 @@ from storage.default import run_store_for
 from storage.ops import manual
 from storage.ops.run_sessions import RunStore
 
-from . import catalog
+from . import catalog, steps
 from .catalog import FLOW_BY_OPENER, Flow
 from .graphruns import GraphRunner
-from .workers import Worker, WorkerSteps
+from .workers import Worker, Workers
 
 log = logging.getLogger("demo.simulate")
 T = TypeVar("T")
@@ -92,7 +90,7 @@ class Outgoing:
 
 
 @dataclass
-class Simulator(WorkerSteps):
+class Simulator:
     store: Store
     artifacts: FileArtifactStore
     seed: int = 1
@@ -106,7 +104,6 @@ class Simulator(WorkerSteps):
     def __post_init__(self) -> None:
         self.virtual: Nanos = FAKE_EPOCH
         self.ticks = 0
-        self.workers: dict[str, Worker] = {}
         self.outbox: list[Outgoing] = []
         self.follow_ups: list[tuple[Nanos, Outgoing]] = []
         self.recent: deque[Outgoing] = deque(maxlen=200)
@@ -118,6 +115,7 @@ class Simulator(WorkerSteps):
         self.rng = random.Random(f"simulate/{self.seed}/{self.run}/behaviour")  # noqa: S311
         self.id_rng = random.Random(f"simulate/{self.seed}/{self.run}/ids")  # noqa: S311
         self.owner = f"sim-{self.seed}.{self.run}"
+        self.workers = Workers(self, self.artifacts)
         self.graphs = GraphRunner(self._run_store(), self.seed, self.run, self.stats)
 
     # -- clock and transactions -------------------------------------------------
@@ -207,7 +205,7 @@ class Simulator(WorkerSteps):
         self._route()
         self._apply_manual_events()
         self._claim()
-        self._advance_workers()
+        self.workers.advance()
         self.graphs.tick(self.ticks)
         done = Counter(self.stats)
         done.subtract(before)
@@ -220,16 +218,8 @@ class Simulator(WorkerSteps):
     # -- ingress --------------------------------------------------------------------
     def _objective(self, flow: Flow) -> Outgoing:
         external = f"{flow.key_prefix}{self.token()}"
-        key = CorrelationKey(flow.source, external)
-        body = {"id": external, "amount": self.rng.randint(5, 900) * 100}
-        event = Event(
-            id=self.new_id(),
-            source=flow.source,
-            delivery_id=f"dlv_{self.token(16)}",
-            type=flow.opens,
-            keys=(key,),
-            payload=Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode()),
-        )
+        event = steps.opening_event(self, self.rng, flow, external)
+        key = event.keys[0]
         if flow.follow_up and self.rng.random() < flow.follow_up:
             wake = flow.wake_types[0]
             if len(flow.wake_types) > 1 and self.rng.random() < 0.2:
@@ -298,7 +288,7 @@ class Simulator(WorkerSteps):
             # those would be duplicates), so the retry carries fresh internal IDs.
             if isinstance(exc, Conflict):
                 self.outbox = [replace(o, event=replace(o.event, id=self.new_id())) for o in out]
-            self._failed("ingest", exc)
+            self.failed("ingest", exc)
             return
         self.stats["accepted"] += added
         self.stats["duplicates"] += duplicates
@@ -312,7 +302,7 @@ class Simulator(WorkerSteps):
             try:
                 purpose = self.transact("fire", lambda tx, t=timer: self._fire_one(tx, t.id))
             except StorageError as exc:
-                self._failed(f"fire timer {timer.id}", exc)
+                self.failed(f"fire timer {timer.id}", exc)
                 continue
             if purpose is not None:
                 self.stats[f"fired_{purpose or 'timer'}"] += 1
@@ -349,15 +339,7 @@ class Simulator(WorkerSteps):
                 tx.mark_routed(stored.id, work.id, "dropped")
                 return timer.purpose
             last = max(tx.executions(work.id), key=lambda x: x.attempt)
-            tx.put_execution(
-                Execution(
-                    id=self.new_id(),
-                    work_id=work.id,
-                    attempt=last.attempt + 1,
-                    binding=last.binding,
-                    trace_id=self.token(32),
-                )
-            )
+            steps.next_attempt(tx, self, last)
         elif timer.purpose == "timeout":
             self._time_out(tx, work, timer)
         tx.mark_routed(stored.id, work.id, "routed")
@@ -371,12 +353,11 @@ class Simulator(WorkerSteps):
             tx.put_wait(replace(wait, state=WaitState.CANCELLED))
             x = tx.execution(wait.execution_id)
             if x.state is ExecutionState.PARKED:
-                outcome = Outcome(OutcomeKind.FAILED, "timed out waiting for an event")
-                tx.put_execution(replace(x, state=ExecutionState.FAILED, outcome=outcome))
+                steps.fail_attempt(tx, x, "timed out waiting for an event")
         if waits and tx.work(work.id).state is WorkState.WAITING:
-            self._after_failure(tx, work.id, timer.template.causation_id)
+            self.after_failure(tx, work.id, timer.template.causation_id)
 
-    def _after_failure(self, tx: Tx, work_id: str, cause: str) -> None:
+    def after_failure(self, tx: Tx, work_id: str, cause: str) -> None:
         """Retry policy: Work back to ready with a backoff timer while automatic
         retries remain, else ready with no timer (exhausted: an operator's call)."""
         work = tx.work(work_id)
@@ -393,17 +374,8 @@ class Simulator(WorkerSteps):
             self.stats["exhausted"] += 1
             return
         backoff = catalog.BACKOFF_SECONDS * 2 ** (failures - 1)
-        timer_id = self.new_id()
         fire_at = tx.now + seconds(backoff * self.rng.uniform(1.0, 1.5))
-        template = Event(
-            id=self.new_id(),
-            source=catalog.TIMER_SOURCE,
-            delivery_id=f"retry/{timer_id}",
-            type="timer.retry",
-            work_id=work_id,
-            causation_id=cause,
-        )
-        tx.put_timer(Timer(timer_id, fire_at, template, work_id=work_id, purpose="retry"))
+        steps.retry_timer(tx, self, work_id, cause, fire_at)
 
     # -- routing --------------------------------------------------------------------
     def _route(self) -> None:
@@ -427,10 +399,10 @@ class Simulator(WorkerSteps):
             # other refusal would repeat forever, so that Event is left for operators.
             if not isinstance(exc, Conflict | Unavailable):
                 self.skipped.add(stored.id)
-            self._failed(f"route {stored.id}", exc)
+            self.failed(f"route {stored.id}", exc)
             return
         if worker is not None:
-            self._hold(worker)
+            self.workers.hold(worker)
 
     def _route_one(self, tx: Tx, event_id: str) -> Worker | None:
         """The processing checkpoint: route effects and mark_routed in one transaction."""
@@ -481,25 +453,7 @@ class Simulator(WorkerSteps):
         parent = ""
         if flow.child and event.payload is not None:
             parent = json.loads(event.payload.data).get("parent", "")
-        work = tx.put_work(
-            Work(
-                id=self.new_id(),
-                kind=flow.kind,
-                scope_id=flow.scope,
-                parent_id=parent,
-                keys=event.keys[:1],
-                context=event.payload,
-            )
-        )
-        tx.put_execution(
-            Execution(
-                id=self.new_id(),
-                work_id=work.id,
-                attempt=1,
-                binding=flow.binding,
-                trace_id=self.token(32),
-            )
-        )
+        work, _ = steps.open_work(tx, self, flow, event.keys[:1], event.payload, parent)
         self.stats["created"] += 1
         return work
 
@@ -515,15 +469,7 @@ class Simulator(WorkerSteps):
                 pass  # the timeout already fired; the wake still wins this Wait
         x = tx.execution(wait.execution_id)
         if x.state is ExecutionState.WAITING:
-            x = tx.put_execution(
-                Execution(
-                    id=self.new_id(),
-                    work_id=x.work_id,
-                    attempt=x.attempt + 1,
-                    binding=x.binding,
-                    trace_id=self.token(32),
-                )
-            )
+            x = steps.next_attempt(tx, self, x)
         elif x.state is not ExecutionState.PARKED:
             return None
         self.stats["woken"] += 1
@@ -585,11 +531,11 @@ class Simulator(WorkerSteps):
         try:
             claimed = self.transact("claim", fn)
         except StorageError as exc:
-            self._failed("claim", exc)
+            self.failed("claim", exc)
             return
         for worker, recovered in claimed:
             self.stats["recovered" if recovered else "claimed"] += 1
-            self._hold(worker)
+            self.workers.hold(worker)
 
     def _claimable(self, x: Execution, now: Nanos) -> bool:
         """Pending for a poll interval, or running on an expired or released lease."""
@@ -601,9 +547,6 @@ class Simulator(WorkerSteps):
             return x.created_at + seconds(3 + zlib.crc32(x.id.encode()) % 10) <= now
         return x.state is ExecutionState.RUNNING and (not x.owner or now >= x.lease_expires_at)
 
-    def _hold(self, worker: Worker) -> None:
-        self.workers[worker.execution_id] = worker
-
     # -- manual events ----------------------------------------------------------------
     def _apply_manual_events(self) -> None:
         """Apply operators' manual Events a crash left unrouted (``storage.ops.manual``
@@ -612,11 +555,11 @@ class Simulator(WorkerSteps):
         try:
             applied = manual.apply_manual_events(self.store, max_scan=MANUAL_SCAN)
         except StorageError as exc:
-            self._failed("apply manual events", exc)
+            self.failed("apply manual events", exc)
             return
         self.stats["manual"] += sum(r.done for r in applied)
 
-    def _failed(self, what: str, exc: StorageError) -> None:
+    def failed(self, what: str, exc: StorageError) -> None:
         """Every storage error ends here, deliberately: counted and logged."""
         name = type(exc).__name__.lower()
         self.stats[f"err_{name}"] += 1

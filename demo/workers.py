@@ -12,15 +12,14 @@ import json
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from storage import (
     ArtifactRef,
     Conflict,
     CorrelationKey,
-    Event,
     Execution,
     ExecutionState,
     Fenced,
@@ -28,17 +27,14 @@ from storage import (
     Nanos,
     Outcome,
     OutcomeKind,
-    Payload,
     StorageError,
-    Timer,
     Tx,
-    Wait,
     WorkState,
     seconds,
 )
 from storage.artifacts import FileArtifactStore
 
-from . import catalog
+from . import catalog, steps
 from .catalog import FLOW_BY_KIND
 
 log = logging.getLogger("demo.simulate")
@@ -59,63 +55,95 @@ class Worker:
     next_at: Nanos
 
 
-class WorkerSteps:
-    """The worker half of ``demo.runtime.Simulator`` (which supplies these)."""
+class Runtime(Protocol):
+    """What the workers use of the runtime that holds them (``demo.runtime.Simulator``)."""
 
-    workers: dict[str, Worker]
     stats: Counter[str]
     rng: random.Random
     owner: str
-    artifacts: FileArtifactStore
-    transact: Callable[..., Any]
-    now: Callable[[], Nanos]
-    new_id: Callable[[], str]
-    token: Callable[..., str]
-    _failed: Callable[[str, StorageError], None]
-    _after_failure: Callable[[Tx, str, str], None]
+
+    def transact(self, what: str, fn: Callable[[Tx], T], lease: LeaseRef | None = None) -> T: ...
+
+    def now(self) -> Nanos: ...
+
+    def new_id(self) -> str: ...
+
+    def token(self, n: int) -> str: ...
+
+    def failed(self, what: str, exc: StorageError) -> None: ...
+
+    def after_failure(self, tx: Tx, work_id: str, cause: str) -> None: ...
+
+
+class Workers(Mapping[str, Worker]):
+    """The attempts a runtime holds, by execution ID, and the steps that advance them.
+
+    A mapping, so the runtime counts its capacity (``len``) and skips attempts it
+    already holds (``in``) without knowing how a worker steps."""
+
+    def __init__(self, runtime: Runtime, artifacts: FileArtifactStore) -> None:
+        self.runtime = runtime
+        self.artifacts = artifacts
+        self._held: dict[str, Worker] = {}
+
+    def __getitem__(self, execution_id: str) -> Worker:
+        return self._held[execution_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def hold(self, worker: Worker) -> None:
+        self._held[worker.execution_id] = worker
+
+    def _drop(self, worker: Worker) -> None:
+        del self._held[worker.execution_id]
 
     # -- steps --------------------------------------------------------------------
-    def _advance_workers(self) -> None:
-        now = self.now()
-        for worker in [w for w in self.workers.values() if w.next_at <= now]:
+    def advance(self) -> None:
+        """One step for every held worker whose next step is due."""
+        now = self.runtime.now()
+        for worker in [w for w in self._held.values() if w.next_at <= now]:
             self._step(worker)
 
     def _step(self, w: Worker) -> None:
         op = w.plan[0]
         if op == "abandon":
             # A crashed worker: the lease is never renewed and expires on its own.
-            del self.workers[w.execution_id]
-            self.stats["abandoned"] += 1
+            self._drop(w)
+            self.runtime.stats["abandoned"] += 1
             return
         ref: ArtifactRef | None = None
         if op in ("log", "report"):
             try:
                 ref = self._publish(w, op)  # outside any transaction
             except StorageError as exc:
-                self._failed(f"publish {op}", exc)
+                self.runtime.failed(f"publish {op}", exc)
         try:
-            self.transact(op, lambda tx: self._execute(tx, w, op, ref), lease=w.lease)
+            self.runtime.transact(op, lambda tx: self._execute(tx, w, op, ref), lease=w.lease)
         except Fenced as exc:
             # Cancelled by an operator, or the lease was lost and recovered by someone
             # else: this worker's authority is gone, so it stops.
-            del self.workers[w.execution_id]
-            self.stats["fenced"] += 1
+            self._drop(w)
+            self.runtime.stats["fenced"] += 1
             log.info("worker for attempt %s stopped: %s", w.execution_id, exc)
             return
         except Conflict as exc:
-            self._failed(f"{op} on {w.execution_id}", exc)  # retried next tick, reread
+            self.runtime.failed(f"{op} on {w.execution_id}", exc)  # retried next tick, reread
             return
         except StorageError as exc:
             # A bug or a broken store: drop the worker; its lease expires and a later
             # scan recovers the attempt from stored state.
-            del self.workers[w.execution_id]
-            self._failed(f"{op} on {w.execution_id}", exc)
+            self._drop(w)
+            self.runtime.failed(f"{op} on {w.execution_id}", exc)
             return
         w.plan.pop(0)
         if op in catalog.TERMINAL_OPS or op in ("park", "park_terminal", "spawn") or not w.plan:
-            del self.workers[w.execution_id]
+            self._drop(w)
         else:
-            w.next_at = self.now() + seconds(self.rng.uniform(1, 5))
+            w.next_at = self.runtime.now() + seconds(self.runtime.rng.uniform(1, 5))
 
     def _execute(self, tx: Tx, w: Worker, op: str, ref: ArtifactRef | None) -> None:
         """One executor transaction (the Guard carries the lease)."""
@@ -126,44 +154,32 @@ class WorkerSteps:
                 # outcome=None: a claim that resumes a parked attempt keeps its waiting
                 # outcome on the running record, which put_execution then refuses.
                 tx.put_execution(replace(x, artifacts=(*x.artifacts, ref), outcome=None))
-                self.stats["artifacts"] += 1
+                self.runtime.stats["artifacts"] += 1
             return
         if op == "complete":
-            tx.put_execution(
-                replace(x, state=ExecutionState.COMPLETED, outcome=Outcome(OutcomeKind.COMPLETED))
-            )
-            work = tx.put_work(replace(tx.work(w.work_id), state=WorkState.COMPLETED))
+            _, work = steps.complete(tx, x, tx.work(w.work_id))
             if work.kind == "deploy.step" and work.parent_id:
                 self._emit(tx, w, work.parent_id, "deploy.step.finished", {"step": work.id})
-            self.stats["completed"] += 1
+            self.runtime.stats["completed"] += 1
         elif op in ("fail", "fail_final"):
-            message = self.rng.choice(catalog.FAILURE_MESSAGES)
-            failed = Outcome(OutcomeKind.FAILED, message)
-            tx.put_execution(replace(x, state=ExecutionState.FAILED, outcome=failed))
+            steps.fail_attempt(tx, x, self.runtime.rng.choice(catalog.FAILURE_MESSAGES))
             if op == "fail_final":  # an explicit terminal-failure policy
                 tx.put_work(replace(tx.work(w.work_id), state=WorkState.FAILED))
             else:
-                self._after_failure(tx, w.work_id, w.trigger)
-            self.stats["failed"] += 1
+                self.runtime.after_failure(tx, w.work_id, w.trigger)
+            self.runtime.stats["failed"] += 1
         elif op == "handoff":
             handoff = Outcome(OutcomeKind.HANDOFF, "continuing on a larger worker")
             tx.put_execution(replace(x, state=ExecutionState.HANDOFF, outcome=handoff))
             tx.put_work(replace(tx.work(w.work_id), state=WorkState.READY))
-            tx.put_execution(
-                Execution(
-                    id=self.new_id(),
-                    work_id=w.work_id,
-                    attempt=x.attempt + 1,
-                    binding=x.binding,
-                    trace_id=self.token(32),
-                )
-            )
-            self.stats["handoffs"] += 1
+            steps.next_attempt(tx, self.runtime, x)
+            self.runtime.stats["handoffs"] += 1
         elif op == "spawn":
             work = tx.work(w.work_id)
             boundary = tx.latest_sequence()
-            steps = self.rng.sample(catalog.CHILD_STEPS, self.rng.randint(2, 3))
-            for step in steps:
+            rng = self.runtime.rng
+            chosen = rng.sample(catalog.CHILD_STEPS, rng.randint(2, 3))
+            for step in chosen:
                 key = CorrelationKey(work.keys[0].source, f"{work.keys[0].external_id}/{step}")
                 body = {"parent": work.id, "step": step}
                 self._emit(tx, w, "", "deploy.step.requested", body, keys=(key,))
@@ -180,39 +196,19 @@ class WorkerSteps:
         resumable: bool,
         timeout: float | None,
     ) -> None:
-        """Park the attempt on a Wait: attempt parked (or terminal waiting), Work
-        waiting, Wait and its timeout timer registered in this same transaction."""
-        work = tx.work(w.work_id)
-        flow = FLOW_BY_KIND[work.kind]
-        timer_id = self.new_id()
-        fire_at = tx.now + seconds(timeout or self.rng.uniform(15, 40))
-        template = Event(
-            id=self.new_id(),
-            source=catalog.TIMER_SOURCE,
-            delivery_id=f"timeout/{timer_id}",
-            type="timer.timeout",
-            work_id=work.id,
-            causation_id=w.trigger,
+        """Park the attempt on a Wait, with a timeout after ``timeout`` seconds (or a
+        random 15-40 s), in the executor's transaction."""
+        steps.park(
+            tx,
+            self.runtime,
+            tx.work(w.work_id),
+            x,
+            cause=w.trigger,
+            fire_at=tx.now + seconds(timeout or self.runtime.rng.uniform(15, 40)),
+            after_sequence=boundary,
+            resumable=resumable,
         )
-        tx.put_timer(Timer(timer_id, fire_at, template, work_id=work.id, purpose="timeout"))
-        waiting = Outcome(OutcomeKind.WAITING, f"waiting for {' or '.join(flow.wake_types)}")
-        state = ExecutionState.PARKED if resumable else ExecutionState.WAITING
-        tx.put_execution(replace(x, state=state, outcome=waiting))
-        tx.put_work(replace(work, state=WorkState.WAITING))
-        keys = () if flow.kind == "deploy.service" else work.keys[:1]
-        tx.put_wait(
-            Wait(
-                id=self.new_id(),
-                work_id=work.id,
-                execution_id=x.id,
-                keys=keys,
-                types=flow.wake_types,
-                after_sequence=boundary,
-                timeout_timer_id=timer_id,
-                description=waiting.message,
-            )
-        )
-        self.stats["parked"] += 1
+        self.runtime.stats["parked"] += 1
 
     def _emit(
         self,
@@ -226,19 +222,12 @@ class WorkerSteps:
         """A derived Event caused by the attempt's trigger, accepted in the executor's
         fenced transaction (with its scope, as every acceptance)."""
         flow = FLOW_BY_KIND[w.kind]
-        event = Event(
-            id=self.new_id(),
-            source=f"conduit:{flow.scope}",
-            delivery_id=f"emit/{self.token(16)}",
-            type=type_,
-            work_id=work_id,
-            keys=keys,
-            causation_id=w.trigger,
-            payload=Payload("demo.step", json.dumps(body).encode()),
+        event = steps.derived_event(
+            self.runtime, flow.scope, type_, body, w.trigger, work_id=work_id, keys=keys
         )
         stored, _ = tx.accept_event(event)
         tx.set_event_scope(stored.id, flow.scope)
-        self.stats["derived"] += 1
+        self.runtime.stats["derived"] += 1
 
     # -- artifacts ------------------------------------------------------------------
     def _publish(self, w: Worker, op: str) -> ArtifactRef:
@@ -253,25 +242,25 @@ class WorkerSteps:
             return writer.commit()
 
     def _log_text(self, w: Worker) -> bytes:
-        t = self.now() / 1e9
-        lines = [
-            f"[{t:.3f}] {w.kind} attempt {w.attempt} ({w.execution_id}) started by {self.owner}"
-        ]
-        for i in range(self.rng.randint(3, 12)):
-            t += self.rng.uniform(0.01, 0.8)
-            level = self.rng.choices(["INFO", "DEBUG", "WARN"], [6, 3, 1])[0]
-            lines.append(f"[{t:.3f}] {level} step {i + 1}: {self.rng.choice(_LOG_LINES)}")
+        rng, t = self.runtime.rng, self.runtime.now() / 1e9
+        owner = self.runtime.owner
+        lines = [f"[{t:.3f}] {w.kind} attempt {w.attempt} ({w.execution_id}) started by {owner}"]
+        for i in range(rng.randint(3, 12)):
+            t += rng.uniform(0.01, 0.8)
+            level = rng.choices(["INFO", "DEBUG", "WARN"], [6, 3, 1])[0]
+            lines.append(f"[{t:.3f}] {level} step {i + 1}: {rng.choice(_LOG_LINES)}")
         return ("\n".join(lines) + "\n").encode()
 
     def _report(self, w: Worker) -> bytes:
+        rng = self.runtime.rng
         report = {
             "work_id": w.work_id,
             "kind": w.kind,
             "attempt": w.attempt,
-            "owner": self.owner,
-            "rows": self.rng.randint(10, 50_000),
-            "duration_ms": self.rng.randint(40, 9_000),
-            "checks": {name: self.rng.random() > 0.1 for name in ("schema", "totals", "dupes")},
+            "owner": self.runtime.owner,
+            "rows": rng.randint(10, 50_000),
+            "duration_ms": rng.randint(40, 9_000),
+            "checks": {name: rng.random() > 0.1 for name in ("schema", "totals", "dupes")},
         }
         return json.dumps(report, indent=2).encode()
 
