@@ -259,16 +259,9 @@ class Generator:
 
     def _noise(self, tx: Tx) -> None:
         source, type_ = self.rng.choice(catalog.NOISE)
-        event = Event(self.new_id(), source, f"dlv_{self.token(16)}", type_)
+        event = steps.noise_event(self, source, type_)
         tx.mark_routed(self.accept(tx, event, "acme"), "", "dropped")
-        key = CorrelationKey("stripe:acct_1", f"ch_{self.token()}")
-        stray = Event(
-            self.new_id(),
-            key.source,
-            f"dlv_{self.token(16)}",
-            "stripe.charge.succeeded",
-            keys=(key,),
-        )
+        stray = steps.stray_charge(self, f"ch_{self.token()}")
         tx.mark_routed(self.accept(tx, stray, "acme/billing"), "", "unmatched")
 
     # -- finishing a Work -------------------------------------------------------------

@@ -249,18 +249,10 @@ class Simulator:
         out.extend(due)
         if rng.random() < 0.12:
             source, type_ = rng.choice(catalog.NOISE)
-            ping = Event(self.new_id(), source, f"dlv_{self.token(16)}", type_)
+            ping = steps.noise_event(self, source, type_)
             out.append(Outgoing(ping, "acme"))
         if rng.random() < 0.08:  # an update for a charge this runtime never saw
-            key = CorrelationKey("stripe:acct_1", f"ch_{self.token()}")
-            stray = Event(
-                self.new_id(),
-                key.source,
-                f"dlv_{self.token(16)}",
-                "stripe.charge.succeeded",
-                "",
-                (key,),
-            )
+            stray = steps.stray_charge(self, f"ch_{self.token()}")
             out.append(Outgoing(stray, "acme/billing"))
         # Senders retry: the same delivery again, under a new internal ID.
         if self.recent and rng.random() < 0.25:

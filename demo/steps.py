@@ -1,11 +1,11 @@
 """Transaction bodies the simulated runtime (``runtime``, ``workers``) and the history
-generator (``generator``) both need: the delivery that opens a Work, a Work with its
-first attempt, the next attempt, the retry and timeout timers, parking on a Wait, a
-failed or completed attempt and a derived Event.
+generator (``generator``) both need: the deliveries (one that opens a Work, noise, a
+stray update, a derived Event), a Work with its first attempt, the next attempt, the
+retry and timeout timers, parking on a Wait, and failing or completing an attempt.
 
 Every step draws its IDs from the caller's ``Ids`` (the runtime and the generator keep
-their own seeded streams) in a fixed order, and takes anything random from the caller
-as an argument, so a seed writes the same history through either caller, byte for byte.
+their own seeded streams) in a fixed order, and takes anything else random from its
+caller as an argument: what a seed writes depends on the caller's streams alone.
 """
 
 from __future__ import annotations
@@ -55,6 +55,19 @@ def opening_event(ids: Ids, rng: random.Random, flow: Flow, external: str) -> Ev
         type=flow.opens,
         keys=(key,),
         payload=Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode()),
+    )
+
+
+def noise_event(ids: Ids, source: str, type_: str) -> Event:
+    """A delivery no flow opens or wakes on (routing drops it)."""
+    return Event(ids.new_id(), source, f"dlv_{ids.token(16)}", type_)
+
+
+def stray_charge(ids: Ids, charge: str) -> Event:
+    """An update for a charge no Work was opened for (routing finds nothing to match)."""
+    key = CorrelationKey("stripe:acct_1", charge)
+    return Event(
+        ids.new_id(), key.source, f"dlv_{ids.token(16)}", "stripe.charge.succeeded", keys=(key,)
     )
 
 
