@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, Fenced, Invalid, NotFound, StorageError
+from ..errors import Conflict, Fenced, Invalid, NotFound, RecordsNewer, StorageError
 
 
 class RoutedError(StorageError):
@@ -48,7 +48,11 @@ class DeploymentInactive(RoutedError, Conflict):
     outcome_name = "DEPLOYMENT_INACTIVE"  # its AdmissionOutcome
 
 
-class UnknownSchemaVersion(RoutedError):
+class UnknownSchemaVersion(RoutedError, RecordsNewer):
+    """Data stamped with a schema version this code does not read (newer, or older
+    than any migration it knows): under ``RecordsNewer``, so the console answers 409
+    as for any record this code cannot read, never a 500."""
+
     sentinel = "routedrun: unknown or unsupported schema version"
 
 

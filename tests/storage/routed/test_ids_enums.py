@@ -135,3 +135,17 @@ def test_max_classification_picks_the_more_restrictive() -> None:
     for a in order:
         for b in order:
             assert max_classification(a, b) is (a if a.level >= b.level else b)
+
+
+def test_every_routed_error_maps_to_an_http_status_in_the_console() -> None:
+    from console.errors import STATUS
+    from storage.routed import errors
+
+    classes = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, errors.RoutedError) and c is not errors.RoutedError
+    ]
+    assert len(classes) >= 14
+    for cls in classes:
+        assert any(issubclass(cls, base) for base, _status, _title in STATUS), cls.__name__
