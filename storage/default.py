@@ -22,9 +22,11 @@ from .memory import MemoryStore
 from .ops.run_sessions import MemoryRunStore, OrmRunStore, RunStore
 from .orm import OrmStore
 from .records import Nanos
+from .routed.store import RoutedStore
 
 __all__ = [
     "default_artifacts",
+    "default_routed_store",
     "default_run_store",
     "default_store",
     "reset_defaults",
@@ -46,6 +48,13 @@ def default_run_store() -> RunStore:
 
 
 @cache
+def default_routed_store() -> RoutedStore:
+    """Routed runs (``storage.routed``) over the same database; opening it checks the
+    routed data's schema stamp."""
+    return RoutedStore(default_store())
+
+
+@cache
 def default_artifacts() -> FileArtifactStore:
     return FileArtifactStore(settings.ARTIFACT_DIR)
 
@@ -63,5 +72,6 @@ def run_store_for(store: Store, *, clock: Callable[[], Nanos] | None = None) -> 
 def reset_defaults() -> None:
     """Forget the cached stores (tests switch databases and artifact folders)."""
     default_run_store.cache_clear()
+    default_routed_store.cache_clear()
     default_store.cache_clear()
     default_artifacts.cache_clear()
