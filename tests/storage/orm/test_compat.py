@@ -245,6 +245,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0003_work_facets_index",
         "0004_run_records",
         "0005_dashboard_indexes",
+        "0006_routed_runs",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1
