@@ -6,7 +6,7 @@ API (``OrmStore.transact``, durable commit) and through a plain driver script do
 same row writes on the same schema (created by ``manage.py migrate``) with the same
 settings: on SQLite WAL, synchronous=FULL, busy_timeout, BEGIN IMMEDIATE; on
 PostgreSQL SERIALIZABLE with synchronous_commit=on. The plain script writes exactly
-what ``storage/orm.py`` writes per transaction (Event insert, attempt update, Work
+what ``storage/orm/`` writes per transaction (Event insert, attempt update, Work
 update with its JSON, route update, the clock row read and written) and nothing else:
 it is the floor, without the storage API's validation rereads.
 
@@ -314,7 +314,7 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
         "migrate`, the same prepared rows) with the same settings: on SQLite WAL, "
         "synchronous=FULL, busy_timeout 30 s, BEGIN IMMEDIATE; on PostgreSQL SERIALIZABLE "
         "with synchronous_commit=on (without the storage API's advisory lock). It writes "
-        "what `storage/orm.py` writes (Event insert, attempt update, Work update with its "
+        "what `storage/orm/` writes (Event insert, attempt update, Work update with its "
         "JSON, route update, the clock row read and written) and reads nothing else: it "
         "is the floor. Each database is fresh; each figure is over repetitions of a fixed "
         "number of back-to-back transactions.",

@@ -28,11 +28,9 @@ from .records import (
     Guard,
     Nanos,
     Route,
-    Scope,
     StoredEvent,
     Table,
     Timer,
-    Wait,
     Work,
     WorkFacets,
     WorkQuery,
@@ -41,17 +39,10 @@ from .records import (
 from .routed.rows_memory import RoutedTables, copy_tables, empty_tables
 from .runs.query import RunRow, count_run_rows, select_run_rows
 from .runs.records import RunQuery
+from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
 
 T = TypeVar("T")
-
-_CLASSES: dict[Table, type[Any]] = {
-    "work": Work,
-    "execution": Execution,
-    "scope": Scope,
-    "timer": Timer,
-    "wait": Wait,
-}
 
 
 @dataclass
@@ -67,7 +58,7 @@ class MemoryState:
     """Committed state. Tables map IDs to encoded records (immutable strings)."""
 
     tables: dict[Table, dict[str, str]] = field(
-        default_factory=lambda: {name: {} for name in _CLASSES}
+        default_factory=lambda: {name: {} for name in RECORD_CLASSES}
     )
     keys: dict[CorrelationKey, tuple[str, int]] = field(default_factory=dict)
     events: dict[int, _EventRow] = field(default_factory=dict)
@@ -105,7 +96,7 @@ class MemoryTx(BaseTx):
 
     def _get(self, table: Table, id: str) -> Any:
         text = self.state.tables[table].get(id)
-        return None if text is None else codec.decode(_CLASSES[table], text)
+        return None if text is None else codec.decode(RECORD_CLASSES[table], text)
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
         self.state.tables[table][record.id] = codec.encode(record)

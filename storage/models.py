@@ -1,5 +1,7 @@
-"""Tables of the Django ORM backend. Private to ``storage.orm``: nothing else imports
-them (the console reads through ``storage.view`` and writes through ``transact``).
+"""Tables of the Django ORM backend, private to it (``storage.orm``; ``bench`` looks
+at them for its admin timings): the console reads through ``storage.view`` and writes
+through ``transact``. Table names are declared here once; ``storage.orm.schema`` is
+the registry every hand-written statement takes them from.
 
 Each record is stored whole as JSON in ``data`` (re-encoded on every write through the
 current dataclasses) beside the indexed columns that every query, live read and scan
@@ -15,24 +17,15 @@ from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Func, Q
 
-LIVE_WORK = ("ready", "running", "waiting")
-LIVE_EXECUTION = ("pending", "running", "parked")
-# The record times the dashboards' series read from the JSON, never from a column.
-_JSON_TIMES = frozenset({"received_at", "started_at"})
+from .records import Table
+from .tables import live_values
 
 
-def json_nanos_sql(vendor: str, column: str, name: str) -> str:
-    """SQL for the integer ``name`` of the record JSON in ``column``: the one spelling
-    of the time indexes below and of the reads in orm.py, which must match it for the
-    planner to use them. Why an index over the JSON rather than a new column: the
-    write path and the schema stay as they are (older code keeps running on a
-    migrated database, this code on an unmigrated one, only slower), and the JSON
-    already holds the time, so existing rows need no backfill."""
-    if name not in _JSON_TIMES:
-        raise ValueError(f"no JSON time index for {name!r}")
-    if vendor == "postgresql":
-        return f"(({column})::jsonb ->> '{name}')::bigint"
-    return f"json_extract({column}, '$.{name}')"
+def _live(table: Table) -> Q:
+    """The condition of ``table``'s partial index of live rows (``storage.tables``):
+    the SQL ``orm.schema`` writes for live reads repeats it exactly."""
+    values = live_values(table)
+    return Q(state=values[0]) if len(values) == 1 else Q(state__in=values)
 
 
 class JsonNanos(Func):
@@ -41,17 +34,19 @@ class JsonNanos(Func):
     output_field = models.BigIntegerField()
 
     def __init__(self, name: str) -> None:
-        if name not in _JSON_TIMES:
-            raise ValueError(f"no JSON time index for {name!r}")
         super().__init__(F("data"))
         self.name = name
 
-    # The one spelling (json_nanos_sql): no function, template or joiner to override.
+    # The one spelling (``Dialect.json_nanos``, which refuses a time it has no index
+    # for): no function, template or joiner to override.
     def as_sql(  # type: ignore[override]
         self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any
     ) -> tuple[str, Any]:
+        # Imported when compiled: the ORM backend imports these models.
+        from .orm.dialect import dialect
+
         column, params = compiler.compile(self.source_expressions[0])
-        return json_nanos_sql(connection.vendor, column, self.name), params
+        return dialect(connection).json_nanos(column, self.name), params
 
 
 class BinaryCharField(models.CharField):  # type: ignore[type-arg]
@@ -124,7 +119,7 @@ class WorkRow(_Row):
                 fields=["state", "kind", "source", "scope_id", "latest_executor"],
                 name="work_facets",
             ),
-            models.Index(fields=["id"], name="work_live", condition=Q(state__in=LIVE_WORK)),
+            models.Index(fields=["id"], name="work_live", condition=_live("work")),
             # A Scope dashboard's series: per state, per Scope of the subtree, a range
             # of update times, read from the index alone. State first: SQLite, which
             # has no statistics here, then picks it for an IN list of Scopes too.
@@ -197,9 +192,7 @@ class ExecutionRow(_Row):
             models.UniqueConstraint(fields=["work_id", "attempt"], name="execution_attempt")
         ]
         indexes = [
-            models.Index(
-                fields=["id"], name="execution_live", condition=Q(state__in=LIVE_EXECUTION)
-            ),
+            models.Index(fields=["id"], name="execution_live", condition=_live("execution")),
             # Attempts started per time bucket.
             models.Index(JsonNanos("started_at"), name="execution_started"),
         ]
@@ -243,7 +236,7 @@ class WaitRow(_Row):
         db_table = "conduit_wait"
         indexes = [
             models.Index(fields=["work_id", "id"], name="wait_work"),
-            models.Index(fields=["id"], name="wait_active", condition=Q(state="active")),
+            models.Index(fields=["id"], name="wait_active", condition=_live("wait")),
         ]
 
 

@@ -192,7 +192,8 @@ def pg_dump_with[T](dest: Path, read: Callable[[Tx], T], *, using: str = "view")
     # the exported snapshot is built here until storage/orm/ offers it as a View of
     # its own (storage/orm/snapshot.py); either way durability imports the ORM
     # backend downward, never the reverse.
-    from ..orm import OrmTx, translate_errors
+    from ..orm.errors import translate_errors
+    from ..orm.rows import OrmTx
 
     dest = Path(dest)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")

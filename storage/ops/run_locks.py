@@ -18,7 +18,7 @@ PostgreSQL (``AdvisoryLocks``): ``pg_try_advisory_lock(classid, objid)`` on a de
 autocommit connection held for the Session's life; the two int4 keys are the first 8
 bytes of ``sha256("conduit.run\\0" + run ID)``. The two-key form is listed in
 ``pg_locks`` with ``objsubid = 2``, a namespace apart from the one-bigint writers' lock
-(``storage.orm.WRITERS_LOCK``, ``objsubid = 1``). The server releases the lock when the
+(``storage.orm.store.WRITERS_LOCK``, ``objsubid = 1``). The server releases the lock when the
 connection ends, including when the process dies. ``held`` reads ``pg_locks``.
 """
 
@@ -243,7 +243,7 @@ class AdvisoryLocks:
     def held(self, run_ids: set[str]) -> set[str]:
         from django.db import connections
 
-        from ..orm import translate_errors
+        from ..orm.errors import translate_errors
 
         # pg_locks lists granted locks as unsigned oids; ours are signed int4.
         wanted = {

@@ -98,7 +98,7 @@ def test_generate_sends_a_few_statements_per_work():
         call_command("generate", works=2000, batch=500, no_progress=True, stdout=io.StringIO())
 
     # PostgreSQL draws each accepted Event's sequence with its own nextval, as the
-    # INSERT would (storage/orm.py _sequence_source): those statements are counted apart.
+    # INSERT would (storage/orm/dialect.py, Dialect.sequences): those statements are counted apart.
     nextvals = sum(1 for sql in statements if sql.lstrip().upper().startswith("SELECT NEXTVAL"))
     others = len(statements) - nextvals
     assert others / 2000 < 8, f"{others} statements (besides {nextvals} nextval) for 2000 Work"

@@ -27,7 +27,9 @@ from pytest_django import Settings as SettingsWrapper
 import storage.durability.postgres
 from storage import Conflict, Guard, NotFound, ReadOnly, Tx, Unavailable, Work
 from storage.durability.postgres import pg_dump_snapshot, pg_dump_with, pg_restore_dump
-from storage.orm import WRITERS_LOCK, OrmStore, translate_errors
+from storage.orm import OrmStore
+from storage.orm.errors import translate_errors
+from storage.orm.store import WRITERS_LOCK
 
 from ..support import BLOCK_TIMEOUT, FakeClock, Worker, make_work, payload
 from ..support.proc import finish, spawn, wait_for

@@ -1,4 +1,4 @@
-"""The ORM transaction's write-behind buffer (``storage/writebehind.py``).
+"""The ORM transaction's write-behind buffer (``storage/orm/writebehind.py``).
 
 What the shared cases cannot see: that writes really wait for the flush (the callback
 issues no INSERT or UPDATE), that a read the buffer cannot answer flushes first, that

@@ -14,7 +14,8 @@ from django.db import connections
 from storage import Busy, Closed, Guard, Unavailable
 from storage.ops.run_locks import FileLocks, _flock, _same_file, advisory_key
 from storage.ops.run_sessions import OrmRunStore
-from storage.orm import WRITERS_LOCK, OrmStore
+from storage.orm import OrmStore
+from storage.orm.store import WRITERS_LOCK
 
 from ..support.runs import ordinary_record
 

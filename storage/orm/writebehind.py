@@ -29,49 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import codec
-from .errors import Conflict
-from .records import Event, Execution, Route, Scope, StoredEvent, Table, Timer, Wait, Work
+from .. import codec
+from ..errors import Conflict
+from ..records import Event, Route, StoredEvent, Table, Timer
+from . import schema
+from .schema import PER_WORK, TABLES
 
-CLASSES: dict[Table, type[Any]] = {
-    "work": Work,
-    "execution": Execution,
-    "scope": Scope,
-    "timer": Timer,
-    "wait": Wait,
-}
-# Tables whose rows belong to one Work (listed per Work by ``BaseTx``).
-PER_WORK: tuple[Table, ...] = ("execution", "timer", "wait")
-_OF_WORK = frozenset(CLASSES[table] for table in PER_WORK)
-
-
-def columns(table: Table, r: Any, live: bool = True) -> dict[str, Any]:
-    """The indexed columns stored beside a record's JSON (``data``)."""
-    if table == "work":
-        return {
-            "kind": r.kind,
-            "scope_id": r.scope_id,
-            "parent_id": r.parent_id,
-            "state": r.state.value,
-            "source": r.source,
-            "latest_executor": r.latest_executor,
-            "created_ns": r.created_at,
-            "updated_ns": r.updated_at,
-            "revision": r.revision,
-        }
-    if table == "execution":
-        return {
-            "work_id": r.work_id,
-            "attempt": r.attempt,
-            "state": r.state.value,
-            "executor": r.executor,
-            "lease_expires_ns": r.lease_expires_at,
-        }
-    if table == "scope":
-        return {"parent_id": r.parent_id}
-    if table == "timer":
-        return {"live": live, "revision": r.revision, "fire_ns": r.fire_at, "work_id": r.work_id}
-    return {"work_id": r.work_id, "execution_id": r.execution_id, "state": r.state.value}
+_OF_WORK = frozenset(TABLES[table].cls for table in PER_WORK)
 
 
 def shared[T](cls: type[T], record: T, like: T | None = None) -> tuple[T, str | None]:
@@ -122,7 +86,7 @@ RECENT = RecentRecords()
 
 
 @dataclass(slots=True)
-class Row:
+class CachedRow:
     """One row as this transaction sees it. ``record`` None: no such row. A Timer row
     with ``live`` False is a deleted Timer's tombstone (its last record, whose
     revision is the floor for a recreated Timer)."""
@@ -144,15 +108,15 @@ class Row:
 
 
 @dataclass
-class RecordTable:
+class CachedTable:
     cls: type[Any]
-    rows: dict[str, Row] = field(default_factory=dict)
-    dirty: dict[str, Row] = field(default_factory=dict)
+    rows: dict[str, CachedRow] = field(default_factory=dict)
+    dirty: dict[str, CachedRow] = field(default_factory=dict)
     # Work ID -> IDs of cached rows of that Work; ``complete`` Work have all theirs here.
     by_work: dict[str, set[str]] = field(default_factory=dict)
     complete: set[str] = field(default_factory=set)
 
-    def keep(self, id: str, row: Row) -> Row:
+    def keep(self, id: str, row: CachedRow) -> CachedRow:
         """Cache a row as read from the database."""
         if row.stored:
             row.base, row.base_live = row.record, row.live
@@ -164,7 +128,7 @@ class RecordTable:
         if record is not None and self.cls in _OF_WORK:
             self.by_work.setdefault(record.work_id, set()).add(id)
 
-    def read(self, row: Row) -> Any:
+    def read(self, row: CachedRow) -> Any:
         record = row.record
         if record is None or not row.live:
             return None
@@ -176,7 +140,7 @@ class RecordTable:
         row = self.rows.get(id)
         if row is None:
             # Not read first (BaseTx always reads first): as an INSERT or UPDATE would.
-            row = self.keep(id, Row(None, stored=not create))
+            row = self.keep(id, CachedRow(None, stored=not create))
         elif create and row.visible() is not None and self.cls is not Timer:
             # What the INSERT would have met (a Timer's row is overwritten instead).
             raise Conflict(f"constraint violated: {self.cls.__name__} {id!r} exists")
@@ -193,30 +157,30 @@ class RecordTable:
         row.live = False
         self.dirty[id] = row
 
-    def of_work(self, work_id: str) -> list[Row]:
+    def of_work(self, work_id: str) -> list[CachedRow]:
         return [self.rows[i] for i in sorted(self.by_work.get(work_id, ()))]
 
 
 @dataclass(slots=True)
-class EventRow:
+class CachedEvent:
     stored: StoredEvent
     in_db: bool  # inserted (committed or flushed); else an INSERT is pending
 
 
 @dataclass
 class EventCache:
-    by_id: dict[str, EventRow | None] = field(default_factory=dict)
+    by_id: dict[str, CachedEvent | None] = field(default_factory=dict)
     # (source, delivery_id) -> the Event ID holding that delivery identity, or None.
     deliveries: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    dirty: dict[str, EventRow] = field(default_factory=dict)
+    dirty: dict[str, CachedEvent] = field(default_factory=dict)
     # The sequence of this transaction's last accepted Event (0: none yet).
     last_sequence: int = 0
 
-    def keep(self, stored: StoredEvent, in_db: bool) -> EventRow:
+    def keep(self, stored: StoredEvent, in_db: bool) -> CachedEvent:
         e = stored.event
         row = self.by_id.get(e.id)
         if row is None:
-            row = self.by_id[e.id] = EventRow(stored, in_db)
+            row = self.by_id[e.id] = CachedEvent(stored, in_db)
             self.deliveries[(e.source, e.delivery_id)] = e.id
         return row
 
@@ -227,7 +191,7 @@ class EventCache:
 
     def insert(self, event: Event, sequence: int) -> None:
         kept, _ = shared(Event, event)
-        row = EventRow(StoredEvent(kept, sequence), in_db=False)
+        row = CachedEvent(StoredEvent(kept, sequence), in_db=False)
         self.by_id[event.id] = row
         self.deliveries[(event.source, event.delivery_id)] = event.id
         self.dirty[event.id] = row
@@ -244,12 +208,12 @@ class EventCache:
 
 
 _EVENT_INSERT = (
-    "INSERT INTO conduit_event (seq, id, source, delivery_id, type, work_id, causation_id, "
+    f"INSERT INTO {schema.EVENT} (seq, id, source, delivery_id, type, work_id, causation_id, "
     "scope_id, route_work_id, disposition, routed_ns, data) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _EVENT_UPDATE = (
-    "UPDATE conduit_event SET scope_id = %s, route_work_id = %s, disposition = %s, "
+    f"UPDATE {schema.EVENT} SET scope_id = %s, route_work_id = %s, disposition = %s, "
     "routed_ns = %s WHERE id = %s"
 )
 
@@ -258,8 +222,8 @@ _EVENT_UPDATE = (
 class WriteBehind:
     """The whole transaction's cache and pending writes."""
 
-    tables: dict[Table, RecordTable] = field(
-        default_factory=lambda: {t: RecordTable(cls) for t, cls in CLASSES.items()}
+    tables: dict[Table, CachedTable] = field(
+        default_factory=lambda: {t: CachedTable(spec.cls) for t, spec in TABLES.items()}
     )
     events: EventCache = field(default_factory=EventCache)
     # (source, external_id) -> owning Work ID, or None (known unowned).
@@ -272,20 +236,21 @@ class WriteBehind:
             self.new_keys or self.events.dirty or any(t.dirty for t in self.tables.values())
         )
 
-    def statements(self, table_names: dict[Table, str]) -> list[tuple[str, list[Any]]]:
+    def statements(self) -> list[tuple[str, list[Any]]]:
         """The pending writes as (SQL, rows) for ``executemany``, then forgets them:
         per table one INSERT, and one UPDATE per set of changed columns. Rows are
         encoded here, once per row, whatever number of writes they took."""
         out: list[tuple[str, list[Any]]] = []
         for table, cache in self.tables.items():
-            name = table_names[table]
+            spec = TABLES[table]
+            name = spec.name
             inserts: list[list[Any]] = []
             names: list[str] = []
             updates: dict[tuple[str, ...], list[list[Any]]] = {}
             # In key order: consecutive rows land in the same index pages, which
             # SQLite then finds in its cache (a random UUID per row otherwise).
             for id, row in sorted(cache.dirty.items()):
-                values = columns(table, row.record, row.live)
+                values = spec.columns(row.record, row.live)
                 if row.text is not None:
                     data = row.text
                 else:
@@ -295,7 +260,7 @@ class WriteBehind:
                     if row.base is None:  # written unread (not by BaseTx): every column
                         changed = tuple(values)
                     else:
-                        stored = columns(table, row.base, row.base_live)
+                        stored = spec.columns(row.base, row.base_live)
                         changed = tuple(n for n, v in values.items() if stored[n] != v)
                     updates.setdefault(changed, []).append(
                         [*(values[n] for n in changed), data, id]
@@ -315,7 +280,7 @@ class WriteBehind:
         out.extend(self._event_statements())
         if self.new_keys:
             sql = (
-                "INSERT INTO conduit_key (source, external_id, work_id, ordinal) "
+                f"INSERT INTO {schema.KEY} (source, external_id, work_id, ordinal) "
                 "VALUES (%s, %s, %s, %s)"
             )
             out.append((sql, list(self.new_keys)))

@@ -1,0 +1,158 @@
+"""What differs between the engines the ORM backend runs on, as one object per engine.
+
+As Django's own backends keep vendor differences in ``features_class`` and
+``ops_class`` attributes, the backend asks ``dialect(connection)`` and never tests
+the vendor where it writes SQL: the literal for true, the substring-position
+function, the JSON time expression of the dashboards' indexes, where an Event's
+sequence comes from, how many parameters one statement may bind, whether writers
+need the advisory lock, and how a point read reaches the driver's cursor.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+
+from ..errors import Unavailable
+
+# A read that returns all its rows (the backend's ``_fetch`` without a flush).
+Fetch = Callable[[str, Sequence[Any]], list[Any]]
+
+# The record times the dashboards' series read from the JSON, never from a column.
+JSON_TIMES = frozenset({"received_at", "started_at"})
+
+# The sqlite3 module's own execute, under Django's placeholder-converting subclass.
+_SQLITE_EXECUTE = sqlite3.Cursor.execute
+
+
+@functools.cache
+def _qmark(sql: str) -> str:
+    """Our SQL in sqlite3's placeholder style (it holds no literal %)."""
+    return sql.replace("%s", "?")
+
+
+class Dialect:
+    """The engine-specific spellings; one instance per engine (``dialect``)."""
+
+    vendor: str
+    true: str  # the literal for a true boolean column value
+    position: str  # position(haystack, needle) of a substring, 0 when absent
+    # The most parameters one statement of a dashboard read binds.
+    max_params: int = 30_000
+    # Writers serialise on an advisory lock held around the transaction
+    # (``OrmStore._writers_serialised``); else BEGIN IMMEDIATE does it.
+    writers_lock: bool = False
+
+    def json_nanos(self, column: str, name: str) -> str:
+        """SQL for the integer ``name`` of the record JSON in ``column``: the one
+        spelling of the time indexes (``models.JsonNanos``) and of the reads against
+        them, which must match it for the planner to use them. Why an index over the
+        JSON rather than a new column: the write path and the schema stay as they are
+        (older code keeps running on a migrated database, this code on an unmigrated
+        one, only slower), and the JSON already holds the time, so existing rows need
+        no backfill."""
+        if name not in JSON_TIMES:
+            raise ValueError(f"no JSON time index for {name!r}")
+        return self._json_integer(column, name)
+
+    def _json_integer(self, column: str, name: str) -> str:
+        raise NotImplementedError
+
+    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
+        """The values the database would give ``column`` of this transaction's next
+        rows of ``table``, known before the rows are written (at the flush)."""
+        raise NotImplementedError
+
+    def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
+        """Run ``sql`` (``%s`` placeholders) on the driver's own cursor."""
+        raise NotImplementedError
+
+    def fetchall(
+        self, connection: BaseDatabaseWrapper, cursor: Any, sql: str, params: Sequence[Any]
+    ) -> list[Any]:
+        """All rows of ``sql`` on ``cursor`` (one of ``connection``'s).
+
+        Point reads are most of a large transaction's statements, and Django's cursor
+        wrapping (wrappers, checks, SQLite's per-call placeholder regex) costs twice
+        the read. So when nothing observes statements (no execute_wrapper, no debug
+        cursor logging queries: then the cursor is exactly ``CursorWrapper``) they go
+        to the driver's cursor (``CursorWrapper.cursor``), still inside Django's error
+        wrapping, so failures reach ``translate_errors`` as the same exceptions.
+        ``tests/storage/test_dialect.py`` pins these assumptions about Django."""
+        if connection.execute_wrappers or type(cursor) is not CursorWrapper:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+        driver = cursor.cursor
+        with connection.wrap_database_errors:
+            self.execute_driver(driver, sql, params)
+            return list(driver.fetchall())
+
+
+class SqliteDialect(Dialect):
+    vendor = "sqlite"
+    true = "1"
+    position = "instr"
+    # SQLite's default cap is 32766 (SQLITE_MAX_VARIABLE_NUMBER since 3.32).
+    max_params = 30_000
+
+    def _json_integer(self, column: str, name: str) -> str:
+        return f"json_extract({column}, '$.{name}')"
+
+    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
+        # AUTOINCREMENT's next values, read once: the writer holds the write lock, rows
+        # inserted with these values move ``sqlite_sequence`` as AUTOINCREMENT's own
+        # do, and a rollback takes them back likewise.
+        high = fetch(
+            f"SELECT MAX(n) FROM (SELECT seq AS n FROM sqlite_sequence WHERE name = %s "
+            f"UNION ALL SELECT MAX({column}) FROM {table})",
+            [table],
+        )[0][0]
+        return itertools.count(int(high or 0) + 1)
+
+    def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
+        # Django's SQLite cursor converts placeholders per call; ours are converted
+        # once per distinct statement.
+        _SQLITE_EXECUTE(driver, _qmark(sql), params)
+
+
+class PostgresDialect(Dialect):
+    vendor = "postgresql"
+    true = "true"
+    position = "strpos"
+    # The same margin as SQLite's, below the protocol's 65535.
+    max_params = 30_000
+    writers_lock = True
+
+    def _json_integer(self, column: str, name: str) -> str:
+        return f"(({column})::jsonb ->> '{name}')::bigint"
+
+    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
+        # One value per accepted row, drawn when it is accepted: what the INSERT would
+        # have drawn (only a rollback leaves a gap, as it always did there). Drawing
+        # ahead in blocks saved round trips but left gaps after every transaction (a
+        # block's unused values), so Event sequences jumped in normal operation and a
+        # seeded history numbered its Events differently on PostgreSQL.
+        while True:
+            yield int(
+                fetch("SELECT nextval(pg_get_serial_sequence(%s, %s))", [table, column])[0][0]
+            )
+
+    def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
+        driver.execute(sql, params)
+
+
+_DIALECTS: dict[str, Dialect] = {d.vendor: d for d in (SqliteDialect(), PostgresDialect())}
+
+
+def dialect(connection: BaseDatabaseWrapper) -> Dialect:
+    """The dialect of ``connection``'s engine."""
+    try:
+        return _DIALECTS[connection.vendor]
+    except KeyError:
+        raise Unavailable(f"the storage backend does not support {connection.vendor!r}") from None

@@ -1,0 +1,352 @@
+"""``OrmTx``: the ORM backend's row hooks for ``BaseTx``, through the write-behind
+buffer (``storage.orm.writebehind``) for records, Events and keys, straight to the
+database for KV, metadata and run records. The set-based reads it inherits are
+``storage.orm.reads``'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.db import connections
+
+from .. import codec
+from ..errors import Conflict, StorageError
+from ..models import KVRow
+from ..records import (
+    LIVE_STATES,
+    CorrelationKey,
+    Event,
+    Execution,
+    Nanos,
+    Route,
+    StoredEvent,
+    Table,
+    Timer,
+)
+from ..runs.query import RunRow
+from . import schema
+from .dialect import dialect
+from .errors import translate_errors
+from .reads import EVENT_FIELDS, OrmReads, stored_event
+from .writebehind import RECENT, CachedRow, WriteBehind
+
+
+def parse_clock(value: str | None) -> tuple[Nanos, int]:
+    """The "clock" metadata row: the last committed Guard.now and the store version."""
+    now, _, version = (value or "0 0").partition(" ")
+    return int(now), int(version or 0)
+
+
+class OrmTx(OrmReads):
+    """Row access for BaseTx, through a write-behind buffer (``storage.orm.writebehind``):
+    records this transaction read or wrote are answered from memory, writes wait for
+    ``flush`` (at commit, or before any read the buffer cannot answer exactly) and go
+    out as one ``executemany`` per table. ``self._cursor`` flushes before it hands out
+    the cursor, so a read written against it needs to know nothing of the buffer; the
+    buffer's own point reads use ``self._raw``.
+
+    Point reads are single SQL statements through Django's cursor (same connection,
+    same transaction, same error wrapping), which costs a fraction of building an ORM
+    query each time; the Work queries and Event scans, which compose filters, use the
+    ORM. Live listings use ``schema``'s predicates, written as the partial indexes'
+    WHERE clauses exactly, which SQLite needs before it will use a partial index."""
+
+    def __init__(self, now: Nanos, *, alias: str, read_only: bool) -> None:
+        super().__init__(now, read_only=read_only)
+        self.alias = alias
+        connection = self._connection = connections[alias]
+        self._raw = connection.cursor()
+        self.dialect = dialect(connection)
+        self._buffer = WriteBehind()
+        self._sequences: Iterator[int] | None = None
+        # A failed flush fails the transaction: its writes are partly sent, so every
+        # later operation and the commit raise again and transact rolls it all back.
+        self._failed: StorageError | None = None
+
+    @property
+    def _cursor(self) -> Any:
+        """The cursor, once every buffered write has reached the database."""
+        self.flush()
+        return self._raw
+
+    def close(self) -> None:
+        super().close()
+        self._raw.close()
+        self._buffer = WriteBehind()  # what a rolled-back transaction buffered goes too
+
+    def _check(self) -> None:
+        super()._check()
+        if self._failed is not None:
+            self._raise_failed()
+
+    def _raise_failed(self) -> None:
+        failed = self._failed
+        if failed is not None:
+            raise type(failed)(f"this transaction failed and rolls back: {failed}") from failed
+
+    def flush(self) -> None:
+        """Send the buffered writes: per table one INSERT and one UPDATE, each an
+        ``executemany``. A constraint violation is a ``Conflict`` here, inside the
+        transaction, which then fails as a whole (see ``_failed``)."""
+        if self._failed is not None:
+            self._raise_failed()
+        if not self._buffer.pending:
+            return
+        try:
+            with translate_errors():
+                for sql, rows in self._buffer.statements():
+                    self._raw.executemany(sql, rows)
+        except StorageError as exc:
+            self._failed = exc
+            raise
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """Rows of a read the buffer has made exact without a flush (see its module),
+        by the dialect's fast path to the driver's cursor (``Dialect.fetchall``)."""
+        return self.dialect.fetchall(self._connection, self._raw, sql, params)
+
+    # -- records --------------------------------------------------------------------
+    def _get(self, table: Table, id: str) -> Any:
+        cache = self._buffer.tables[table]
+        row = cache.rows.get(id)
+        return cache.read(row if row is not None else self._load(table, id))
+
+    def _exists(self, table: Table, id: str) -> bool:
+        # No decoding: a Scope's reads are copies (see CachedTable.read).
+        row = self._buffer.tables[table].rows.get(id) or self._load(table, id)
+        return row.visible() is not None
+
+    def _load(self, table: Table, id: str) -> CachedRow:
+        cache = self._buffer.tables[table]
+        spec = schema.TABLES[table]
+        live = ", live" if spec.tombstones else ""
+        found = self._fetch(f"SELECT data{live} FROM {spec.name} WHERE id = %s", [id])
+        if not found:
+            if table == "work":
+                # No attempt, Wait or Timer names a Work that does not exist (see
+                # storage.orm.writebehind), so its listings need no read.
+                for name in schema.PER_WORK:
+                    self._buffer.tables[name].complete.add(id)
+            return cache.keep(id, CachedRow(None, stored=False))
+        data = found[0][0]
+        text = None if codec.shareable_check(cache.cls) else data
+        record = RECENT.decode(cache.cls, data)
+        return cache.keep(id, CachedRow(record, text, live=bool(found[0][-1]) if live else True))
+
+    def _put(self, table: Table, record: Any, create: bool) -> None:
+        self._buffer.tables[table].write(record.id, record, create)
+
+    def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
+        spec = schema.TABLES[table]
+        if work_id and spec.per_work:
+            return self._list_of_work(table, work_id, live)
+        where, params = [], []
+        if spec.tombstones:
+            where.append(f"live = {self.dialect.true}")
+        if work_id:
+            where.append("work_id = %s")
+            params.append(work_id)
+        if live and spec.live_sql is not None:
+            where.append(spec.live_sql)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._column(f"SELECT data FROM {spec.name}{clause} ORDER BY id", params)
+        return [codec.decode(spec.cls, d) for d in rows]
+
+    def _of_work(self, table: Table, work_id: str) -> list[CachedRow]:
+        """The cached rows of one Work's attempts, Waits or live Timers, after reading
+        the ones still in the database once (deleted Timers stay out: the partial
+        index serves only live ones, and a tombstone is read by ID when needed)."""
+        cache = self._buffer.tables[table]
+        if work_id not in cache.complete:
+            spec = schema.TABLES[table]
+            live = f" AND live = {self.dialect.true}" if spec.tombstones else ""
+            sql = f"SELECT id, data FROM {spec.name} WHERE work_id = %s{live}"
+            for id, data in self._fetch(sql, [work_id]):
+                if id not in cache.rows:
+                    cache.keep(id, CachedRow(RECENT.decode(cache.cls, data)))
+            cache.complete.add(work_id)
+        return cache.of_work(work_id)
+
+    def _list_of_work(self, table: Table, work_id: str, live: bool) -> list[Any]:
+        cache = self._buffer.tables[table]
+        records = [cache.read(row) for row in self._of_work(table, work_id)]
+        wanted = LIVE_STATES.get(table) if live else None
+        return [r for r in records if r is not None and (wanted is None or r.state in wanted)]
+
+    def _timer_floor(self, timer_id: str) -> int:
+        row = self._buffer.tables["timer"].rows.get(timer_id) or self._load("timer", timer_id)
+        return row.record.revision if row.record is not None else 0
+
+    def _delete_timer(self, timer_id: str) -> None:
+        cache = self._buffer.tables["timer"]
+        row = cache.rows.get(timer_id) or self._load("timer", timer_id)
+        if row.record is not None:
+            cache.bury(timer_id)
+
+    def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
+        sql = (
+            f"SELECT data FROM {schema.TIMER} WHERE live = {self.dialect.true} AND fire_ns <= %s "
+            "ORDER BY fire_ns, id"
+        )
+        params: list[Any] = [now]
+        if limit:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return [codec.decode(Timer, d) for d in self._column(sql, params)]
+
+    def _key_owner(self, key: CorrelationKey) -> str | None:
+        keys = self._buffer.keys
+        pair = (key.source, key.external_id)
+        if pair not in keys:
+            sql = f"SELECT work_id FROM {schema.KEY} WHERE source = %s AND external_id = %s"
+            found = self._fetch(sql, pair)
+            keys[pair] = found[0][0] if found else None
+        return keys[pair]
+
+    def _add_keys(self, work_id: str, keys: Sequence[CorrelationKey], first: int) -> None:
+        for key in keys:
+            if self._key_owner(key) is not None:  # what the unique constraint refuses
+                raise Conflict(f"constraint violated: key {key} already has an owner")
+        for i, key in enumerate(keys):
+            self._buffer.keys[(key.source, key.external_id)] = work_id
+            self._buffer.new_keys.append((key.source, key.external_id, work_id, first + i))
+
+    def _latest_attempt(self, work_id: str) -> Execution | None:
+        attempts = [row.record for row in self._of_work("execution", work_id)]
+        return max((x for x in attempts if x is not None), key=lambda x: x.attempt, default=None)
+
+    # -- events ---------------------------------------------------------------------
+    def _load_events(self, where: str, params: Sequence[Any]) -> list[StoredEvent]:
+        columns = ", ".join(EVENT_FIELDS)
+        rows = self._fetch(f"SELECT {columns} FROM {schema.EVENT} WHERE {where}", params)
+        cache = self._buffer.events
+        return [
+            cache.keep(stored_event(dict(zip(EVENT_FIELDS, row, strict=True))), True).stored
+            for row in rows
+        ]
+
+    def _get_event(self, event_id: str) -> StoredEvent | None:
+        cache = self._buffer.events
+        if event_id not in cache.by_id and not self._load_events("id = %s", [event_id]):
+            cache.by_id[event_id] = None
+        row = cache.by_id[event_id]
+        return None if row is None else row.stored
+
+    def _event_by_delivery(self, source: str, delivery_id: str) -> StoredEvent | None:
+        cache = self._buffer.events
+        delivery = (source, delivery_id)
+        if delivery not in cache.deliveries and not self._load_events(
+            "source = %s AND delivery_id = %s", delivery
+        ):
+            cache.deliveries[delivery] = None
+        return cache.by_delivery(source, delivery_id)
+
+    def _event_identity(self, event: Event) -> tuple[StoredEvent | None, StoredEvent | None]:
+        # A new Event is unknown by both: one statement answers both lookups.
+        cache = self._buffer.events
+        delivery = (event.source, event.delivery_id)
+        if delivery not in cache.deliveries and event.id not in cache.by_id:
+            where = "(source = %s AND delivery_id = %s) OR id = %s"
+            self._load_events(where, [*delivery, event.id])
+            cache.deliveries.setdefault(delivery, None)
+            cache.by_id.setdefault(event.id, None)
+        return self._event_by_delivery(*delivery), self._get_event(event.id)
+
+    def _insert_event(self, event: Event) -> int:
+        sequence = self._next_sequence()
+        self._buffer.events.insert(event, sequence)
+        return sequence
+
+    def _next_sequence(self) -> int:
+        if self._sequences is None:
+            self._sequences = self._sequence_source()
+        return next(self._sequences)
+
+    def _sequence_source(self) -> Iterator[int]:
+        """The acceptance sequences the database would give this transaction's Events,
+        known when each is accepted although its row is written at the flush
+        (``Dialect.sequences``: SQLite's AUTOINCREMENT, PostgreSQL's identity)."""
+        return self.dialect.sequences(self._fetch, schema.EVENT, "seq")
+
+    def _set_event_scope(self, event_id: str, scope_id: str) -> None:
+        self._get_event(event_id)
+        self._buffer.events.update(event_id, scope_id=scope_id)
+
+    def _set_route(self, event_id: str, route: Route) -> None:
+        self._get_event(event_id)
+        self._buffer.events.update(event_id, route=route)
+
+    def _latest_sequence(self) -> int:
+        # This transaction's Events come after every stored one (_sequence_source).
+        if self._buffer.events.last_sequence:
+            return self._buffer.events.last_sequence
+        return int(self._fetch(f"SELECT MAX(seq) FROM {schema.EVENT}", [])[0][0] or 0)
+
+    def _store_version(self) -> int:
+        return parse_clock(self.meta("clock"))[1]
+
+    def meta(self, key: str) -> str | None:
+        value: str | None = self._one(f"SELECT value FROM {schema.META} WHERE key = %s", [key])
+        return value
+
+    def set_meta(self, key: str, value: str) -> None:
+        sql = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
+        self._cursor.execute(sql, [value, key])
+
+    # -- KV -------------------------------------------------------------------------
+    def _kv_get(self, namespace: str, key: str) -> bytes | None:
+        sql = f"SELECT value FROM {schema.KV} WHERE namespace = %s AND key = %s"
+        value = self._one(sql, [namespace, key])
+        return None if value is None else bytes(value)
+
+    def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        self._cursor.execute(
+            f"UPDATE {schema.KV} SET value = %s WHERE namespace = %s AND key = %s",
+            [value, namespace, key],
+        )
+        if not self._cursor.rowcount:
+            self._cursor.execute(
+                f"INSERT INTO {schema.KV} (namespace, key, value) VALUES (%s, %s, %s)",
+                [namespace, key, value],
+            )
+
+    def _kv_delete(self, namespace: str, key: str) -> None:
+        self._cursor.execute(
+            f"DELETE FROM {schema.KV} WHERE namespace = %s AND key = %s", [namespace, key]
+        )
+
+    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
+        # Not key__startswith: SQLite's LIKE ignores case. A range scan in binary
+        # order, stopped at the first key past the prefix, is exact and indexed.
+        out: list[tuple[str, bytes]] = []
+        self.flush()
+        kv = KVRow.objects.using(self.alias).filter(namespace=namespace)
+        rows = kv.filter(key__gte=prefix).order_by("key")
+        for key, value in rows.values_list("key", "value").iterator():
+            if not key.startswith(prefix):
+                break
+            out.append((key, bytes(value)))
+        return out
+
+    # -- run records ----------------------------------------------------------------
+    def _put_run_row(self, row: RunRow, expected: int) -> None:
+        values: list[Any] = [str(row.revision), row.format, row.created_ns, row.updated_ns]
+        values.append(row.data)
+        if expected == 0:
+            self._cursor.execute(
+                f"INSERT INTO {schema.RUN_RECORD} ({schema.RUN_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [row.run_id, *values],
+            )
+            return
+        # The rule was checked under the writers' lock; the revision in WHERE makes the
+        # statement itself a compare-and-swap as well.
+        self._cursor.execute(
+            f"UPDATE {schema.RUN_RECORD} SET revision = %s, format = %s, created_ns = %s, "
+            "updated_ns = %s, data = %s WHERE run_id = %s AND revision = %s",
+            [*values, row.run_id, str(expected)],
+        )
+        if self._cursor.rowcount != 1:
+            raise Conflict(f"run {row.run_id!r} changed under its compare-and-swap")
