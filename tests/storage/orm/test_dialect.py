@@ -26,7 +26,7 @@ from storage.orm import OrmStore, schema
 from storage.orm.dialect import JSON_TIMES, PostgresDialect, SqliteDialect, dialect
 from storage.orm.errors import translate_errors
 
-from .support import FakeClock
+from ..support import FakeClock
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
