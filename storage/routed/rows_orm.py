@@ -26,7 +26,7 @@ from .models import MODELS
 from .rows import Row, TxRows
 
 if TYPE_CHECKING:
-    from ..orm import OrmTx
+    from ..orm.rows import OrmTx
 
 _COLUMNS = '"key", "body", "generation", "parent", "status"'
 
