@@ -90,6 +90,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.api", 0),
     ("storage.pg_url", 0),
     ("storage.files", 0),
+    # Each table's record class and live values: contract knowledge both backends use.
+    ("storage.tables", 0),
     # Run records are records: their codec and query meaning sit with the contract.
     ("storage.runs.records", 0),
     ("storage.runs.codec", 0),
@@ -99,7 +101,6 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.readonly", 2),
     ("storage.memory", 3),
     ("storage.orm", 3),
-    ("storage.writebehind", 3),
     ("storage.models", 3),
     ("storage.migrations", 3),
     ("storage.artifacts", 3),
