@@ -148,6 +148,12 @@ def _read_hints(cls: Any) -> dict[str, tuple[Any, bool, bool]]:
 
 
 def _value(tp: Any, item: Any, where: str) -> Any:
+    # The common fields first: a plain string or in-range integer needs no introspection.
+    kind = type(item)
+    if (tp is str and kind is str) or (
+        tp is int and kind is int and INT64_MIN <= item <= INT64_MAX
+    ):
+        return item
     origin = typing.get_origin(tp)
     if origin is tuple:
         if not isinstance(item, list):
@@ -209,6 +215,8 @@ def check_record(record: Any, path: str = "") -> None:
 
 
 def _check_value(tp: Any, item: Any, where: str) -> None:
+    if tp is int and type(item) is int and INT64_MIN <= item <= INT64_MAX:
+        return  # the common case first, without introspection
     origin = typing.get_origin(tp)
     if origin is tuple:
         if not isinstance(item, tuple):
