@@ -69,6 +69,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Literal, Self
 
+from .beneath import NotRegular, open_beneath
 from .clock import wall_clock
 from .errors import ArtifactError, Closed, Invalid, NotFound
 from .files import fsync_dir, fsync_open, make_dirs
@@ -293,9 +294,10 @@ class FileArtifactStore:
 
     def stored(self, ref_or_id: ArtifactRef | str) -> StoredArtifact:
         """The reference recorded at commit, with its commit time."""
-        artifact_id, path = self._locate(ref_or_id)
+        artifact_id = self._locate(ref_or_id)[0]
         try:
-            raw = (path / _META).read_bytes()
+            with self._open_beneath(artifact_id, _META) as file:
+                raw = file.read()
         except FileNotFoundError:
             raise ArtifactMissing(_missing(artifact_id)) from None
         except OSError as exc:
@@ -305,9 +307,13 @@ class FileArtifactStore:
     def exists(self, ref_or_id: ArtifactRef | str) -> bool:
         """Whether a committed artifact has this ID."""
         artifact_id = _id_of(ref_or_id)
-        return (
-            bool(_ID.fullmatch(artifact_id)) and (self._object_dir(artifact_id) / _META).is_file()
-        )
+        if not _ID.fullmatch(artifact_id):
+            return False
+        try:
+            self._open_beneath(artifact_id, _META).close()
+        except (OSError, ArtifactCorrupt):
+            return False
+        return True
 
     def verify(self, ref_or_id: ArtifactRef | str) -> None:
         """Re-read the bytes (streaming) and check their size and SHA-256 against the
@@ -421,13 +427,26 @@ class FileArtifactStore:
         return artifact_id, self._object_dir(artifact_id)
 
     def _open_data(self, ref_or_id: ArtifactRef | str) -> BufferedReader:
-        artifact_id, path = self._locate(ref_or_id)
+        artifact_id = self._locate(ref_or_id)[0]
         try:
-            return (path / _DATA).open("rb")
+            return self._open_beneath(artifact_id, _DATA)
         except FileNotFoundError:
             raise ArtifactMissing(_missing(artifact_id)) from None
         except OSError as exc:
             raise ArtifactError(f"artifact {artifact_id} is unreadable: {exc}") from exc
+
+    def _open_beneath(self, artifact_id: str, name: str) -> BufferedReader:
+        """Open one file of a committed artifact, following no link below the root and
+        refusing anything but a regular file (``ArtifactCorrupt``): the console serves
+        these bytes to every viewer."""
+        parts = ("objects", artifact_id[:2], artifact_id, name)
+        try:
+            return os.fdopen(open_beneath(self.root, parts), "rb")
+        except NotRegular as exc:
+            raise ArtifactCorrupt(
+                f"artifact {artifact_id}: {'/'.join(parts)} is not a regular file inside "
+                f"the store ({exc.strerror}); refused"
+            ) from None
 
     def _discard(self, path: Path) -> bool:
         """Unpublish ``path`` with one rename into tmp/, then remove it. False if it

@@ -77,3 +77,18 @@ def test_content_that_does_not_match_its_reference_is_not_served(as_bob):
 
     assert response.status_code == 404
     assert b"differs from the reference" in response.content
+
+
+def test_a_symlink_planted_in_the_artifact_folder_is_not_followed(as_bob, attached, tmp_path):
+    x, ref = attached
+    secret = tmp_path / "secret_key"
+    secret.write_bytes(b"s" * ref.size)  # same size, so only the link check stops it
+    data = get_artifacts().root / "objects" / ref.id[:2] / ref.id / "data"
+    data.unlink()
+    data.symlink_to(secret)
+
+    response = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
+
+    assert response.status_code == 404
+    assert b"not a regular file" in response.content
+    assert b"sss" not in response.content
