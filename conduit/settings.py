@@ -20,6 +20,7 @@ from conduit.env import (
     env_path,
     env_str,
 )
+from conduit.files import private_folder, private_sqlite_files
 from storage.errors import Invalid
 from storage.files import read_or_create_secret
 from storage.pg_url import DATABASE_OVERRIDE, PostgresUrl, parse_database_override
@@ -37,7 +38,7 @@ if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("CONDUIT_DEBUG=true is not allowed with CONDUIT_PRODUCTION=true")
 
 DATA_DIR = env_path("CONDUIT_DATA_DIR", BASE_DIR / "data", base=BASE_DIR)
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+private_folder(DATA_DIR)
 ARTIFACT_DIR = env_path("CONDUIT_ARTIFACT_DIR", DATA_DIR / "artifacts", base=BASE_DIR)
 SQLITE_PATH = env_path("CONDUIT_SQLITE_PATH", DATA_DIR / "conduit.sqlite3", base=BASE_DIR)
 # One test database file per pytest process, so concurrent runs never share (and break)
@@ -132,6 +133,9 @@ elif isinstance(_override, Path):
     _database_url = None
     SQLITE_PATH = TEST_SQLITE_PATH = _override
 POSTGRES = _database_url is not None
+# Not under test: Django deletes and recreates the test file, and it holds no secrets.
+if not POSTGRES and not TESTING:
+    private_sqlite_files(SQLITE_PATH)
 
 # cache_size: 64 MiB of page cache per connection (SQLite's default is 2 MiB), so the
 # indexes of a large store stay in memory; reads and writes at a million Work
