@@ -9,6 +9,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from django.core.checks.security.base import SECRET_KEY_WARNING_MSG
+
+# Django's own weak-key test, the one behind check --deploy's W009 (private: the stubs
+# leave it out, so mypy is told).
+from django.core.checks.security.base import (  # type: ignore[attr-defined]
+    _check_secret_key as _strong_secret_key,
+)
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -50,6 +57,10 @@ TEST_SQLITE_PATH = env_path(
 )
 
 _secret_key = os.environ.get("CONDUIT_SECRET_KEY", "").strip()
+if PRODUCTION and _secret_key and not _strong_secret_key(_secret_key):
+    # Django's own test (check --deploy W009), made fatal: a guessable key lets anyone
+    # forge session cookies, and a warning nobody reads does not stop that.
+    raise ImproperlyConfigured(f"CONDUIT_SECRET_KEY is weak. {SECRET_KEY_WARNING_MSG % 'key'}")
 if _secret_key:
     SECRET_KEY = _secret_key
 elif PRODUCTION:

@@ -14,6 +14,8 @@ from conduit.env import env_bool, env_int, env_list, env_path
 from storage.files import read_or_create_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Long and varied enough for Django's weak-key test (check --deploy W009).
+STRONG_KEY = "o1Xc9-Tq4vB2mZ7yL0pK3sR8wD5nF6hJ_aG1eC4uV9iQ2tY7bN3"
 
 # ---------------------------------------------------------------- SQLite connections
 
@@ -226,11 +228,26 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     assert not (tmp_path / "secret_key").exists()
 
 
+@pytest.mark.parametrize(
+    "key",
+    ["short", "k" * 50, "abcd" * 20, "django-insecure-" + STRONG_KEY],
+    ids=["short", "one-character", "four-characters", "django-insecure"],
+)
+def test_production_refuses_to_start_with_a_weak_secret_key(tmp_path, key):
+    result = load_settings(tmp_path, CONDUIT_PRODUCTION="true", CONDUIT_SECRET_KEY=key)
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: CONDUIT_SECRET_KEY is weak" in result.stderr
+    assert key not in result.stderr  # the key itself is never echoed
+
+
 def test_production_is_locked_down(tmp_path):
-    values = loaded(load_settings(tmp_path, CONDUIT_PRODUCTION="true", CONDUIT_SECRET_KEY="k" * 50))
+    values = loaded(
+        load_settings(tmp_path, CONDUIT_PRODUCTION="true", CONDUIT_SECRET_KEY=STRONG_KEY)
+    )
 
     assert values["DEBUG"] is False
-    assert values["SECRET_KEY"] == "k" * 50
+    assert values["SECRET_KEY"] == STRONG_KEY
     assert values["SESSION_COOKIE_SECURE"] is True
     assert values["CSRF_COOKIE_SECURE"] is True
     assert values["SECURE_SSL_REDIRECT"] is True
@@ -245,7 +262,7 @@ def test_production_ssl_redirect_can_be_switched_off(tmp_path):
         load_settings(
             tmp_path,
             CONDUIT_PRODUCTION="1",
-            CONDUIT_SECRET_KEY="k" * 50,
+            CONDUIT_SECRET_KEY=STRONG_KEY,
             CONDUIT_SSL_REDIRECT="false",
         )
     )
@@ -254,7 +271,7 @@ def test_production_ssl_redirect_can_be_switched_off(tmp_path):
 
 def test_production_refuses_debug(tmp_path):
     result = load_settings(
-        tmp_path, CONDUIT_PRODUCTION="1", CONDUIT_SECRET_KEY="k" * 50, CONDUIT_DEBUG="1"
+        tmp_path, CONDUIT_PRODUCTION="1", CONDUIT_SECRET_KEY=STRONG_KEY, CONDUIT_DEBUG="1"
     )
     assert result.returncode != 0
     assert "CONDUIT_DEBUG" in result.stderr
