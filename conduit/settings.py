@@ -6,6 +6,7 @@ CONDUIT_PRODUCTION=true and CONDUIT_SECRET_KEY.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",
     "storage",
     "console",
     "demo",
@@ -103,6 +105,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during sign-in into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "conduit.urls"
@@ -282,6 +286,22 @@ if TESTING:
     # Fast hashing; test passwords protect nothing.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# Sign-in throttling (django-axes). Failures count per (username, address) pair: keyed
+# by the address alone, one office behind NAT would lock itself out; by the username
+# alone, a stranger could lock any operator out from anywhere. After AXES_FAILURE_LIMIT
+# failures that pair is refused (429, registration/locked_out.html) until the cool-off
+# passes; a failure meanwhile restarts it; a success clears the count. The address is
+# REMOTE_ADDR: behind a reverse proxy, configure the proxy to pass the client's.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -345,4 +365,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("CONDUIT_LOG_LEVEL", "INFO")},
+    # django-axes logs every sign-in at INFO; failures and lockouts are WARNINGs.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
