@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -13,6 +13,16 @@ from console.polling import CHOICES, COOKIE
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for `make run` and load balancers: no login, no database."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's own page carries an inline style that our CSP blocks,
+    leaving a bare "403 Forbidden". Most often a form was open across a sign-in, a
+    sign-out or a server restart, so its token is stale: say so and link back."""
+    back = request.META.get("HTTP_REFERER", "")
+    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        back = "/"
+    return render(request, "403_csrf.html", {"reason": reason, "back": back}, status=403)
 
 
 @require_POST
