@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -31,10 +31,13 @@ def poll_interval(request: HttpRequest) -> HttpResponse:
     """The interval picker: remember the choice in a cookie, go back where we were."""
     raw = request.POST.get("every", "")
     target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+    # A path of ours only: redirect() would take "foo" or "a:b" for a view name.
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, {request.get_host()}, request.is_secure()
+    ):
         target = "/"
-    response = redirect(target)
-    if raw.isdigit() and int(raw) in CHOICES:
+    response = HttpResponseRedirect(target)
+    if raw.isascii() and raw.isdigit() and int(raw) in CHOICES:
         response.set_cookie(
             COOKIE,
             raw,

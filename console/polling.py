@@ -23,7 +23,8 @@ DEFAULT = 5
 
 def poll_seconds(request: HttpRequest) -> int:
     raw = request.COOKIES.get(COOKIE, "")
-    return int(raw) if raw.isdigit() and int(raw) in CHOICES else DEFAULT
+    # isascii: "²".isdigit() is True, but int("²") raises.
+    return int(raw) if raw.isascii() and raw.isdigit() and int(raw) in CHOICES else DEFAULT
 
 
 def seen_stamp(request: HttpRequest) -> str:

@@ -61,7 +61,8 @@ def parse_key(raw: str) -> WorkKey | None:
     """A keyset position ``<time ns>.<ID>``, or None when ``raw`` is not one."""
     # IDs may contain dots, the time never does: split at the first one.
     time_part, dot, key_id = raw.partition(".")
-    if not dot or not time_part.isdigit() or not key_id:
+    # isascii: "²".isdigit() is True, but int("²") raises.
+    if not dot or not (time_part.isascii() and time_part.isdigit()) or not key_id:
         return None
     return WorkKey(int(time_part), key_id)
 
@@ -126,7 +127,7 @@ def parse_size(data: Mapping[str, str], errors: dict[str, str]) -> int:
     raw = data.get("size", "")
     if not raw:
         return DEFAULT_PAGE_SIZE
-    if raw.isdigit() and int(raw) in PAGE_SIZES:
+    if raw.isascii() and raw.isdigit() and int(raw) in PAGE_SIZES:
         return int(raw)
     errors["size"] = f"Page size is one of {', '.join(map(str, PAGE_SIZES))}."
     return DEFAULT_PAGE_SIZE

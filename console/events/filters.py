@@ -81,10 +81,12 @@ def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[Even
     texts: dict[str, Any] = {n: text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
     times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     unrouted = data.get("unrouted", "") in ("1", "on", "true")
+    if data.get("unrouted", "") not in ("", "0", "off", "false", "1", "on", "true"):
+        errors["unrouted"] = "unrouted is 1 or 0 (on or off): only Events no Work took, or all."
     cursor = {}
     for name in ("before", "after"):
         raw = data.get(name, "")
-        if raw and not raw.isdigit():
+        if raw and not (raw.isascii() and raw.isdigit()):
             errors[name] = f"{name} is an acceptance sequence number."
         elif raw:
             cursor[name] = int(raw)

@@ -112,7 +112,7 @@ def parse_run_filter(data: Mapping[str, str], now_ns: int | None = None) -> RunF
     fmt = None
     raw_format = data.get("format", "")
     if raw_format:
-        if raw_format.isdigit() and int(raw_format) in RUN_FORMATS:
+        if raw_format.isascii() and raw_format.isdigit() and int(raw_format) in RUN_FORMATS:
             fmt = int(raw_format)
         else:
             errors["format"] = f"Format is one of {', '.join(map(str, RUN_FORMATS))}."

@@ -55,7 +55,11 @@ def waits(request: HtmxHttpRequest) -> HttpResponse:
 
 @page
 def timers(request: HtmxHttpRequest) -> HttpResponse:
-    due_only = request.GET.get("due", "") == "1"
+    due = request.GET.get("due", "")
+    if due not in ("", "0", "1"):
+        message = f"due is 1 (due and overdue Timers only) or 0 (all), not {due!r}."
+        return error_page(request, 400, "Invalid request", message)
+    due_only = due == "1"
     listing = read_timers(due_only, seen_stamp(request))
     return _listing(request, "console/timers.html", listing, due_only=due_only)
 

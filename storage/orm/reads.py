@@ -44,6 +44,7 @@ _WORK_SCOPE = f"(SELECT w.scope_id FROM {schema.WORK} w WHERE w.id = x.work_id)"
 
 # The attempts (alias x) of the dashboards' attempt reads.
 _ATTEMPTS = f"{schema.EXECUTION} x"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # The columns of an Event row that make a StoredEvent.
 EVENT_FIELDS = ("seq", "data", "scope_id", "route_work_id", "disposition", "routed_ns")
@@ -205,16 +206,20 @@ class OrmReads(BaseTx):
         if q.format is not None:
             where.append("format = %s")
             params.append(q.format)
-        if q.updated_since is not None:
+        # Stored times are 64-bit: a bound beyond them (before 1677, after 2262) holds
+        # for every row and is left out, or for none (below), as Django's ORM does.
+        if q.updated_since is not None and q.updated_since > _INT64_MIN:
             where.append("updated_ns >= %s")
             params.append(q.updated_since)
-        if q.updated_before is not None:
+        if q.updated_before is not None and q.updated_before <= _INT64_MAX:
             where.append("updated_ns < %s")
             params.append(q.updated_before)
-        if paged and q.after is not None:
+        if paged and q.after is not None and q.after[0] <= _INT64_MAX:
             # The inclusive bound lets the index range-scan; the OR breaks time ties.
             where.append("updated_ns <= %s AND (updated_ns < %s OR run_id < %s)")
             params += [q.after[0], q.after[0], q.after[1]]
+        if any(type(p) is int and not _INT64_MIN <= p <= _INT64_MAX for p in params):
+            return " WHERE 1 = 0", []  # no stored row matches; the driver cannot bind it
         return (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def _run_rows(self, query: RunQuery) -> list[RunRow]:
