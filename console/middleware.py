@@ -1,0 +1,34 @@
+"""A database that cannot be written outside storage's own writes is a 503, not a 500.
+
+Storage translates its driver errors to ``Unavailable`` (a 503 page, console.errors).
+Django's own tables are written elsewhere: sign-in updates the session, ``last_login``
+and django-axes' failure count. On a full disk or a read-only data folder those writes
+raise ``OperationalError``; the operator should learn that the console is unavailable
+and why, as an action would tell them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse
+
+from console.errors import error_page
+
+
+class DatabaseUnavailable:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not isinstance(exc, OperationalError):
+            return None
+        message = (
+            f"The console's database cannot be written ({exc}); nothing was changed. "
+            "Try again once the disk has room and the data folder is writable."
+        )
+        return error_page(request, 503, "Database unavailable", message)
