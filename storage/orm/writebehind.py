@@ -124,8 +124,10 @@ class CachedTable:
         self._index(id, row.record)
         return row
 
-    def _index(self, id: str, record: Any) -> None:
+    def _index(self, id: str, record: Any, previous: Any = None) -> None:
         if record is not None and self.cls in _OF_WORK:
+            if previous is not None:  # a Timer re-created, or put again, for another Work
+                self.by_work.get(previous.work_id, set()).discard(id)
             self.by_work.setdefault(record.work_id, set()).add(id)
 
     def read(self, row: CachedRow) -> Any:
@@ -147,8 +149,9 @@ class CachedTable:
         previous = row.record
         row.record, row.text = shared(self.cls, record, previous)
         row.live = True
-        if previous is None:  # a record's Work never changes: indexed once
-            self._index(id, row.record)
+        # Only a Timer's Work can change (attempts and Waits keep theirs): re-file it.
+        if previous is None or (self.cls is Timer and previous.work_id != record.work_id):
+            self._index(id, row.record, previous)
         self.dirty[id] = row
 
     def bury(self, id: str) -> None:
