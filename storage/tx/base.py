@@ -20,6 +20,9 @@ from .rows import Rows
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
 _local = threading.local()
 
+# The states of an attempt parked on a Wait (resolution 19: its Wait joins that write).
+PARKED_STATES = frozenset({ExecutionState.PARKED, ExecutionState.WAITING})
+
 
 def in_transaction() -> bool:
     return bool(getattr(_local, "depth", 0))
@@ -54,6 +57,8 @@ class TxBase(Rows):
         self._open = True
         self._thread = threading.get_ident()
         self._registered_waits: list[str] = []
+        # Attempts parked by this transaction: the only ones a Wait may join.
+        self._parked_here: set[str] = set()
         # Set by the first write call; commits of dirty transactions bump the store
         # version that lets the console answer "unchanged" without reading records.
         self.dirty = False
@@ -115,7 +120,7 @@ class TxBase(Rows):
                 continue
             x = self._get("execution", wait.execution_id)
             work = self._get("work", wait.work_id)
-            parked = x is not None and x.state in (ExecutionState.PARKED, ExecutionState.WAITING)
+            parked = x is not None and x.state in PARKED_STATES and x.id in self._parked_here
             if not parked or work is None or work.state is not WorkState.WAITING:
                 raise Invalid(
                     f"Wait {wait_id} must be registered in the transaction that parks "

@@ -22,6 +22,7 @@ from ..records import (
     WorkState,
 )
 from . import fields, lifecycle
+from .base import PARKED_STATES
 from .work import WorkRules
 
 # Which outcome kind each Execution state requires (None: no outcome allowed).
@@ -120,6 +121,8 @@ class ExecutionRules(WorkRules):
             updated_at=self._now,
         )
         self._put("execution", stored, create=False)
+        if state in PARKED_STATES and current.state not in PARKED_STATES:
+            self._parked_here.add(stored.id)
         if executor != current.executor:
             self._note_executor(stored)
         return stored

@@ -42,6 +42,8 @@ class WaitRules(ExecutionRules, EventRules):
             raise Invalid("a Wait's predicate, boundary, timeout, description and owner are fixed")
         if wait.progress != current.progress and not current.owner:
             raise Invalid("only a Wait with an owner records progress")
+        if state is not WaitState.ACTIVE and wait.progress != current.progress:
+            raise Invalid(f"Wait {wait.id} keeps its progress when its state changes")
         woken_by = ""
         if state is WaitState.WOKEN:
             fields.require_id(wait.woken_by, "the waking Event ID")
