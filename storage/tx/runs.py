@@ -64,6 +64,8 @@ class RunRules(TxBase):
         if not 0 <= expected <= MAX_REVISION:
             raise Invalid(f"expected revision {expected} is outside [0, 2^64)")
         current = self._run_row(run_id)
+        if current is not None:
+            _require_stored_revision(current)
         if current is None:
             if expected != 0:
                 raise Conflict(f"run {run_id!r} has no record; expected revision must be 0")
@@ -88,6 +90,7 @@ class RunRules(TxBase):
 def _stored_run(row: RunRow) -> StoredRun:
     """Decode a stored row. The columns are the CAS's authority and the JSON must agree
     with them; a disagreement is corruption, reported rather than guessed around."""
+    _require_stored_revision(row)
     record = decode_run(row.data)
     for what, stored, written in (
         ("run ID", row.run_id, record.run_id),
@@ -99,3 +102,12 @@ def _stored_run(row: RunRow) -> StoredRun:
                 f"run {row.run_id!r}: stored {what} {stored!r} but its record says {written!r}"
             )
     return StoredRun(record, row.created_ns, row.updated_ns, row.format)
+
+
+def _require_stored_revision(row: RunRow) -> None:
+    """Revisions start at 1 and are never zero: a row at 0 was not written by a
+    Session, and every save of it would meet a misleading Conflict."""
+    if row.revision < 1:
+        raise Corrupt(
+            f"run {row.run_id!r} is stored at revision {row.revision}; revisions start at 1"
+        )
