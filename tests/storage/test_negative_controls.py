@@ -8,6 +8,7 @@ a ``test_`` name in this module's namespace would be collected here a second tim
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -101,6 +102,19 @@ DEDUPLICATION = events.test_delivery_identity_versus_correlation
 ATOMICITY = checkpoints.test_atomic_route_effects
 VIEW_ISOLATION = views.test_view_reads_committed_state_alongside_writes
 
+# The threads the View test starts (tests/storage/contract/test_views.py).
+CONTRACT_THREADS = frozenset({"held-writer", "viewer", "storage.view", "committer"})
+
+
+def run(contract: Contract, store: Any, clock: FakeClock) -> None:
+    try:
+        contract(store, clock)
+    finally:
+        # A test that fails must still leave no thread of its own reading or writing:
+        # one still running during teardown's TRUNCATE deadlocked it on PostgreSQL.
+        alive = sorted(t.name for t in threading.enumerate() if t.name in CONTRACT_THREADS)
+        assert not alive, f"the test returned with its threads still running: {alive}"
+
 
 @pytest.mark.parametrize(
     ("broken", "contract", "diagnostic"),
@@ -136,7 +150,7 @@ def test_the_contract_catches_a_broken_double(
 ) -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match=diagnostic):
-        contract(broken(clock=clock), clock)
+        run(contract, broken(clock=clock), clock)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +161,7 @@ def test_the_contract_catches_a_broken_double(
 def test_the_same_contract_tests_pass_on_the_reference_double(contract: Contract) -> None:
     """The controls above fail because of the breakage, not because the test is flaky."""
     clock = FakeClock()
-    contract(MemoryStore(clock=clock), clock)
+    run(contract, MemoryStore(clock=clock), clock)
 
 
 @pytest.mark.sqlite_only
@@ -155,7 +169,7 @@ def test_the_same_contract_tests_pass_on_the_reference_double(contract: Contract
 def test_the_view_contract_catches_a_sqlite_view_on_the_writer_connection() -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
-        VIEW_ISOLATION(WriterAliasViewStore(clock), clock)
+        run(VIEW_ISOLATION, WriterAliasViewStore(clock), clock)
 
 
 @pytest.mark.postgres_only
@@ -163,4 +177,4 @@ def test_the_view_contract_catches_a_sqlite_view_on_the_writer_connection() -> N
 def test_the_view_contract_catches_a_serializable_deferrable_postgresql_view() -> None:
     clock = FakeClock()
     with pytest.raises(AssertionError, match="View waited behind an open write transaction"):
-        VIEW_ISOLATION(DeferrableViewStore(clock), clock)
+        run(VIEW_ISOLATION, DeferrableViewStore(clock), clock)

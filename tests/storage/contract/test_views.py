@@ -115,10 +115,12 @@ def test_view_reads_committed_state_alongside_writes(store: Store, clock: FakeCl
         return ids(t.works()), ids(t.events())
 
     writer = Worker(lambda: tx(store, hold), name="held-writer")
+    views: list[Worker] = []
     try:
         assert held.wait(BLOCK_TIMEOUT), "view: the held writer never started"
         reader = Worker(lambda: viewer.view(seen), name="viewer")
         helper = Worker(lambda: storage.view(store, None, seen), name="storage.view")
+        views += [reader, helper]
         assert reader.join(), "View waited behind an open write transaction"
         assert helper.join(), "View waited behind an open write transaction (storage.view)"
         assert reader.error is None, f"view: a View beside an open write failed: {reader.error!r}"
@@ -129,6 +131,12 @@ def test_view_reads_committed_state_alongside_writes(store: Store, clock: FakeCl
     finally:
         release.set()
         writer.join()
+        # A View that waited for the writer (a broken backend) goes on once it lets go:
+        # wait for it here. Left running, it read while the test's teardown truncated
+        # the tables, and on PostgreSQL its shared locks and TRUNCATE's exclusive ones,
+        # taken in different table orders, deadlocked.
+        for view_worker in views:
+            view_worker.join()
     assert writer.error is None, f"view: the held writer failed: {writer.error!r}"
 
     # 2. Writes are refused and nothing the callback does is kept.
