@@ -305,7 +305,9 @@ class MemoryStore:
     def view(self, callback: Callable[[Any], T], now: Nanos | None = None) -> T:
         with TxScope():
             snapshot = self._state  # published states are never mutated after commit
-            tx = self.tx_class(snapshot, now if now is not None else self._clock(), read_only=True)
+            # Like Guard.now, never earlier than the last commit's (the clock may step back).
+            at = now if now is not None else max(self._clock(), snapshot.last_now)
+            tx = self.tx_class(snapshot, at, read_only=True)
             try:
                 return callback(tx)
             finally:

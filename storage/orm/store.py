@@ -151,18 +151,22 @@ class OrmStore:
             tx: OrmTx | None = None
             try:
                 with translate_errors(), transaction.atomic(using=self.view_using):
-                    self._pin_snapshot()
-                    at = now if now is not None else self._clock()
+                    last = self._pin_snapshot()
+                    # Like Guard.now, never earlier than the last commit's in this snapshot.
+                    at = now if now is not None else max(self._clock(), last)
                     tx = self.tx_class(at, alias=self.view_using, read_only=True)
                     return callback(tx)
             finally:
                 if tx is not None:
                     tx.close()
 
-    def _pin_snapshot(self) -> None:
+    def _pin_snapshot(self) -> Nanos:
         """The View's first statement: it opens the snapshot every later read shares
-        (SQLite: the WAL read mark; PostgreSQL REPEATABLE READ: the snapshot)."""
-        MetaRow.objects.using(self.view_using).filter(key="clock").exists()
+        (SQLite: the WAL read mark; PostgreSQL REPEATABLE READ: the snapshot), and
+        reads the last committed Guard.now in it."""
+        rows = MetaRow.objects.using(self.view_using).filter(key="clock")
+        value = rows.values_list("value", flat=True).first()
+        return parse_clock(value)[0]
 
     @contextmanager
     def _writers_serialised(self) -> Iterator[None]:

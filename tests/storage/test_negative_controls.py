@@ -82,10 +82,10 @@ class DeferrableViewStore(OrmStore):
     checklist resolution 8 rules out: it waits for a snapshot no open serializable
     writer can disturb, i.e. until the open writers finish."""
 
-    def _pin_snapshot(self) -> None:
+    def _pin_snapshot(self) -> Nanos:
         with connections[self.view_using].cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY, DEFERRABLE")
-        super()._pin_snapshot()
+        return super()._pin_snapshot()
 
 
 class WriterAliasViewStore(OrmStore):
