@@ -291,6 +291,12 @@ class OrmTx(OrmReads):
         value: str | None = self._one(f"SELECT value FROM {schema.META} WHERE key = %s", [key])
         return value
 
+    def admission_meta(self) -> tuple[str | None, str | None]:
+        """The "clock" and "record_format" rows, in one statement."""
+        sql = "SELECT key, value FROM conduit_meta WHERE key IN ('clock', 'record_format')"
+        found = dict(self._fetch(sql, []))
+        return found.get("clock"), found.get("record_format")
+
     def set_meta(self, key: str, value: str) -> None:
         sql = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
         self._cursor.execute(sql, [value, key])

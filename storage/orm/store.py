@@ -88,12 +88,7 @@ class OrmStore:
                         f"version {SCHEMA_VERSION}; run a newer Conduit Console or restore "
                         "a backup taken before the upgrade"
                     )
-                fmt = int(found.get("record_format", 1))
-                if fmt > RECORD_FORMAT:
-                    raise RecordsNewer(
-                        f"database record format {fmt} is newer than this code's "
-                        f"{RECORD_FORMAT} (records_newer); writing would drop fields"
-                    )
+                fmt = _known_record_format(found.get("record_format"))
                 wanted = {
                     "schema_version": str(SCHEMA_VERSION),
                     "record_format": str(max(fmt, RECORD_FORMAT)),
@@ -128,8 +123,12 @@ class OrmStore:
                     # written once at the end, so the clock costs two statements a tx.
                     # This read is the first statement: on PostgreSQL it takes the
                     # snapshot, after the writers' lock was granted.
+                    # The record format is read with it, so a process opened before a
+                    # newer binary raised it stops writing at once, for no extra statement.
                     tx = self.tx_class(0, alias=self.using, read_only=False)
-                    last, version = parse_clock(tx.meta("clock"))
+                    clock, record_format = tx.admission_meta()
+                    _known_record_format(record_format)
+                    last, version = parse_clock(clock)
                     now = max((guard.clock or self._clock)(), last)
                     tx.admit(now)
                     if guard.lease is not None:
@@ -218,6 +217,18 @@ class OrmStore:
                 if not isinstance(exc, Exception):
                     raise
                 logger.warning("closed a connection whose writers' lock was not released: %s", exc)
+
+
+def _known_record_format(value: str | None) -> int:
+    """The stored record format (1 when never recorded); RecordsNewer if this code
+    would drop the fields of a newer one when it rewrites a record."""
+    fmt = int(value or 1)
+    if fmt > RECORD_FORMAT:
+        raise RecordsNewer(
+            f"database record format {fmt} is newer than this code's "
+            f"{RECORD_FORMAT} (records_newer); writing would drop fields"
+        )
+    return fmt
 
 
 def _discard_session(conn: Any) -> None:
