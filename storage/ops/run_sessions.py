@@ -9,10 +9,10 @@ from those transactions and lives here:
 
 - ``MemoryRunStore``: an in-process set per ``MemoryStore`` (the spec's MemoryStore:
   no cross-process ownership, no persistence).
-- ``OrmRunStore`` on SQLite: one Linux OFD lock per run on a file under
-  ``<settings.DATA_DIR>/run-locks/``; on PostgreSQL: a session advisory lock on a
-  connection the Session holds for its life (``storage.ops.run_locks``). Both end when the
-  process dies, and both can be queried by ``owned`` without being taken.
+- ``OrmRunStore`` on SQLite: one Linux OFD lock per run on a file in
+  ``<database>-runlocks/`` beside the database file; on PostgreSQL: a session advisory
+  lock on a connection the Session holds for its life (``storage.ops.run_locks``). Both
+  end when the process dies, and both can be queried by ``owned`` without being taken.
 """
 
 from __future__ import annotations
@@ -270,17 +270,10 @@ class MemoryRunStore(_RunStoreBase):
 
 class OrmRunStore(_RunStoreBase):
     """Run records in the ORM store's database, owned through the engine's lock: OFD
-    file locks under ``lock_dir`` (default ``<settings.DATA_DIR>/run-locks``) on SQLite,
-    session advisory locks on PostgreSQL."""
+    file locks in ``<database>-runlocks/`` beside the SQLite file, session advisory
+    locks on PostgreSQL."""
 
-    def __init__(
-        self,
-        store: OrmStore,
-        *,
-        lock_dir: Path | None = None,
-        clock: Callable[[], Nanos] | None = None,
-    ) -> None:
-        from django.conf import settings
+    def __init__(self, store: OrmStore, *, clock: Callable[[], Nanos] | None = None) -> None:
         from django.db import connections
 
         conn = connections[store.using]
@@ -288,6 +281,9 @@ class OrmRunStore(_RunStoreBase):
         if conn.vendor == "postgresql":
             owners = AdvisoryLocks(store.using, store.view_using)
         else:
+            # Beside the database file, as SQLite's own -wal and -shm are: every process
+            # that opens this database (through any symlink) meets the same locks,
+            # whatever its data folder. A folder per data folder let two own one run.
             database = Path(conn.settings_dict["NAME"]).resolve()
-            owners = FileLocks(lock_dir or Path(settings.DATA_DIR) / "run-locks", database)
+            owners = FileLocks(database.with_name(f"{database.name}-runlocks"), database)
         super().__init__(store, owners, clock)

@@ -17,7 +17,7 @@ from .runs_support import format1_json, open_run_store, ordinary_record, plant, 
 
 @pytest.fixture
 def runs(request: pytest.FixtureRequest, store: Store, tmp_path: Path) -> Iterator[RunStore]:
-    opened = open_run_store(request.node.callspec.params["store"], store, tmp_path / "locks")
+    opened = open_run_store(request.node.callspec.params["store"], store)
     yield opened
     opened.close()
 

@@ -24,18 +24,18 @@ pytestmark = [
     pytest.mark.multiprocess,
 ]
 
-# Every child opens the run store over the test database with the test's lock folder.
+# Every child opens the run store over the test database (its locks beside the file).
 OPEN = """
 from storage.ops.run_sessions import OrmRunStore
 from storage.runs import RunRecord
-runs = OrmRunStore(OrmStore(), lock_dir=Path(sys.argv[1]))
+runs = OrmRunStore(OrmStore())
 """
 
 HOLDER = (
     OPEN
     + """
-session = runs.acquire(sys.argv[2])
-Path(sys.argv[3]).touch()
+session = runs.acquire(sys.argv[1])
+Path(sys.argv[2]).touch()
 time.sleep(600)  # until killed
 """
 )
@@ -44,7 +44,7 @@ TRY_ONCE = (
     OPEN
     + """
 try:
-    runs.acquire(sys.argv[2]).close()
+    runs.acquire(sys.argv[1]).close()
     print("acquired")
 except Busy:
     print("busy")
@@ -53,8 +53,8 @@ except Busy:
 
 
 @pytest.fixture
-def runs(tmp_path: Path) -> OrmRunStore:
-    return OrmRunStore(OrmStore(), lock_dir=tmp_path / "locks")
+def runs() -> OrmRunStore:
+    return OrmRunStore(OrmStore())
 
 
 def acquire_within(runs: OrmRunStore, run_id: str, seconds: float) -> float:
@@ -73,7 +73,7 @@ def acquire_within(runs: OrmRunStore, run_id: str, seconds: float) -> float:
 
 def test_ownership_ends_when_the_holder_is_killed(runs: OrmRunStore, tmp_path: Path) -> None:
     held = tmp_path / "held"
-    holder = spawn(HOLDER, str(tmp_path / "locks"), "run-1", str(held))
+    holder = spawn(HOLDER, "run-1", str(held))
     try:
         wait_for(held)
         with pytest.raises(Busy):
@@ -96,18 +96,18 @@ def test_owned_in_the_holders_own_process_releases_nothing(
         # On SQLite this opens and closes the lock file in the holding process: with
         # classic POSIX locks that close would drop the lock.
         assert runs.owned(["run-1"]) == {"run-1"}
-    assert finish(spawn(TRY_ONCE, str(tmp_path / "locks"), "run-1")).split() == ["busy"]
+    assert finish(spawn(TRY_ONCE, "run-1")).split() == ["busy"]
     session.close()
-    assert finish(spawn(TRY_ONCE, str(tmp_path / "locks"), "run-1")).split() == ["acquired"]
+    assert finish(spawn(TRY_ONCE, "run-1")).split() == ["acquired"]
 
 
 RACER = (
     OPEN
     + """
-ready, go, stop = Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5])
+ready, go, stop = Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 start_line(ready, go)
 try:
-    session = runs.acquire(sys.argv[2])
+    session = runs.acquire(sys.argv[1])
 except Busy:
     print("busy")
 else:
@@ -124,7 +124,7 @@ def test_processes_racing_for_one_run_exactly_one_wins(tmp_path: Path) -> None:
     n = 4
     go, stop = tmp_path / "go", tmp_path / "stop"
     ready = [tmp_path / f"ready-{i}" for i in range(n)]
-    args = [str(tmp_path / "locks"), "contested"]
+    args = ["contested"]
     racers = [spawn(RACER, *args, str(r), str(go), str(stop)) for r in ready]
     release(ready, go)
     answers: list[str] = []
@@ -143,7 +143,7 @@ def test_processes_racing_for_one_run_exactly_one_wins(tmp_path: Path) -> None:
 SAVER = (
     OPEN
     + """
-ready, go, run_id, n = Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[2], int(sys.argv[5])
+ready, go, run_id, n = Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[1], int(sys.argv[4])
 start_line(ready, go)
 revisions = []
 with runs.acquire(run_id) as session:
@@ -160,10 +160,7 @@ def test_processes_saving_different_runs_at_once_all_succeed(tmp_path: Path) -> 
     n, saves = 3, 15
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{i}" for i in range(n)]
-    savers = [
-        spawn(SAVER, str(tmp_path / "locks"), f"run-{i}", str(r), str(go), str(saves))
-        for i, r in enumerate(ready)
-    ]
+    savers = [spawn(SAVER, f"run-{i}", str(r), str(go), str(saves)) for i, r in enumerate(ready)]
     release(ready, go)
     for saver in savers:
         assert json.loads(finish(saver)) == list(range(1, saves + 1))

@@ -64,7 +64,7 @@ AT_ONCE_S = 1.0
 
 @pytest.fixture
 def runs(request: pytest.FixtureRequest, store: Store, tmp_path: Path) -> Iterator[RunStore]:
-    opened = open_run_store(request.node.callspec.params["store"], store, tmp_path / "locks")
+    opened = open_run_store(request.node.callspec.params["store"], store)
     yield opened
     opened.close()
 
@@ -72,7 +72,7 @@ def runs(request: pytest.FixtureRequest, store: Store, tmp_path: Path) -> Iterat
 @pytest.fixture
 def other(request: pytest.FixtureRequest, store: Store, tmp_path: Path) -> Iterator[RunStore]:
     """A second run store over the same data, as another part of the process opens."""
-    opened = open_run_store(request.node.callspec.params["store"], store, tmp_path / "locks")
+    opened = open_run_store(request.node.callspec.params["store"], store)
     yield opened
     opened.close()
 

@@ -275,7 +275,7 @@ def row(run_id: str, data: bytes, *, revision: int = 1, fmt: int = 1, at: int = 
     return RunRow(run_id, revision, fmt, at, at, data)
 
 
-def open_run_store(backend: str, store: Store, lock_dir: Path) -> RunStore:
+def open_run_store(backend: str, store: Store) -> RunStore:
     from storage.ops.run_sessions import MemoryRunStore
 
     if backend == "memory":
@@ -287,4 +287,4 @@ def open_run_store(backend: str, store: Store, lock_dir: Path) -> RunStore:
     from storage.orm import OrmStore
 
     assert isinstance(store, OrmStore)
-    return OrmRunStore(store, lock_dir=lock_dir)
+    return OrmRunStore(store)
