@@ -346,7 +346,7 @@ SECURE_CSP = {
     "form-action": [CSP.SELF],
     "base-uri": [CSP.SELF],
 }
-CSRF_FAILURE_VIEW = "console.views.misc.csrf_failure"
+CSRF_FAILURE_VIEW = "console.misc.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

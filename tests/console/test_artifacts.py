@@ -83,7 +83,7 @@ def test_a_symlink_planted_in_the_artifact_folder_is_not_followed(as_bob, attach
     x, ref = attached
     secret = tmp_path / "secret_key"
     secret.write_bytes(b"s" * ref.size)  # same size, so only the link check stops it
-    data = get_artifacts().root / "objects" / ref.id[:2] / ref.id / "data"
+    data = default_artifacts().root / "objects" / ref.id[:2] / ref.id / "data"
     data.unlink()
     data.symlink_to(secret)
 
