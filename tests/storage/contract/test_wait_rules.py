@@ -10,7 +10,7 @@ import pytest
 
 from storage import Invalid, Store, Wait, WaitState
 
-from .support import FakeClock, make_event, make_wait, park, start_attempt, tx
+from ..support import FakeClock, make_event, make_wait, park, start_attempt, tx
 
 
 def test_it_refuses_a_wait_registered_after_the_transaction_that_parked_its_attempt(

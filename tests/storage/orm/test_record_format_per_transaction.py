@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from storage import RECORD_FORMAT, Guard, RecordsNewer, view
 from storage.orm import OrmStore
 
-from .support import FakeClock, make_work
+from ..support import FakeClock, make_work
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from storage import Busy
+from storage.ops.run_sessions import OrmRunStore
 from storage.orm import OrmStore
-from storage.runs import OrmRunStore
 
-from .proc import PRELUDE, ROOT, finish, wait_for
+from ..support.proc import PRELUDE, ROOT, finish, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),
@@ -26,14 +26,14 @@ pytestmark = [
 ]
 
 HOLDER = """
-from storage.runs import OrmRunStore
+from storage.ops.run_sessions import OrmRunStore
 session = OrmRunStore(OrmStore()).acquire(sys.argv[1])
 Path(sys.argv[2]).touch()
 time.sleep(600)  # until killed
 """
 
 TRY_ONCE = """
-from storage.runs import OrmRunStore
+from storage.ops.run_sessions import OrmRunStore
 try:
     OrmRunStore(OrmStore()).acquire(sys.argv[1]).close()
     print("acquired")

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from storage import Corrupt, Store, view
-from storage.runs import RunQuery, RunStore
+from storage.ops.run_sessions import RunStore
+from storage.runs import RunQuery
 
-from .runs_support import format1_json, open_run_store, ordinary_record, plant, row
+from ..support.runs import format1_json, open_run_store, ordinary_record, plant, row
 
 
 @pytest.fixture

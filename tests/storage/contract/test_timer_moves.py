@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storage import Store, Timer, Tx
-from storage.control import cancel_work
+from storage.ops.control import cancel_work
 
-from .support import FakeClock, ids, make_event, make_timer, make_work, tx
+from ..support import FakeClock, ids, make_event, make_timer, make_work, tx
 
 WORKS = ("wa", "wb")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from storage import Store, Tx
 
-from .support import FakeClock, make_work, tx
+from ..support import FakeClock, make_work, tx
 
 
 def test_a_view_never_reads_a_now_earlier_than_the_last_commit(
