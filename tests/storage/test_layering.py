@@ -90,6 +90,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.api", 0),
     ("storage.pg_url", 0),
     ("storage.files", 0),
+    ("storage.beneath", 0),
     # Each table's record class and live values: contract knowledge both backends use.
     ("storage.tables", 0),
     # Run records are records: their codec and query meaning sit with the contract.
