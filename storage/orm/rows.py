@@ -293,7 +293,7 @@ class OrmTx(OrmReads):
 
     def admission_meta(self) -> tuple[str | None, str | None]:
         """The "clock" and "record_format" rows, in one statement."""
-        sql = "SELECT key, value FROM conduit_meta WHERE key IN ('clock', 'record_format')"
+        sql = f"SELECT key, value FROM {schema.META} WHERE key IN ('clock', 'record_format')"
         found = dict(self._fetch(sql, []))
         return found.get("clock"), found.get("record_format")
 
