@@ -1,5 +1,6 @@
 /* Conduit Console: progressive enhancement. Everything works without this file;
-   it pauses polling while the tab is hidden, keeps countdowns and ages ticking,
+   it pauses polling while the tab is hidden or rows are selected, says so in the
+   live indicator (and when polls fail), keeps countdowns and ages ticking,
    keeps open <details> open across live updates, and wires small conveniences.
    Loaded from our own static files: the CSP forbids inline scripts and hx-on. */
 (function () {
@@ -47,26 +48,85 @@
     });
   }
 
-  function status(text, isError) {
+  /* The live indicator. Whether a request is a poll is decided when it starts (its
+     element carries data-poll and is in the page) and remembered on the xhr: after an
+     outerHTML swap htmx re-fires htmx:afterRequest on an ancestor, whose detail.elt
+     is that ancestor, so the element seen at the end cannot say. */
+  var live = { ok: Date.now(), offline: null, failure: "" };
+
+  function clock(d) { return pad(d.getHours()) + ":" + pad(d.getMinutes()); }
+
+  function rowsSelected() {
+    return !!document.querySelector("[data-poll] input[type=checkbox][name=work]:checked");
+  }
+
+  function status() {
     var el = document.getElementById("live-status");
     if (!el) return;
+    var polling = !!document.querySelector("[data-poll]");
+    var text = "", error = false;
+    if (!polling) {
+      text = document.querySelector("[data-stamp]") ? "live updates off" : "";
+    } else if (document.hidden) {
+      text = "paused (tab hidden)";
+    } else if (rowsSelected()) {
+      text = "paused (rows selected)";
+    } else if (live.offline) {
+      text = live.failure + " since " + clock(live.offline) + ", retrying";
+      error = true;
+    } else {
+      text = "live · checked " + span((Date.now() - live.ok) / 1000) + " ago";
+    }
     el.textContent = text;
-    el.classList.toggle("error", !!isError);
+    el.classList.toggle("error", error);
+    el.classList.toggle("paused", polling && !error && text.indexOf("paused") === 0);
   }
 
   /* Polling regions carry data-poll. A poll is skipped while the tab is hidden,
-     while rows are selected for a bulk action, or while a field in it has focus. */
+     while rows are selected for a bulk action, or while a field in it has focus (a
+     ticked-then-unticked checkbox keeps focus but is not being typed into). */
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
     if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
-    if (document.hidden ||
-        elt.querySelector("input[type=checkbox][name=work]:checked") ||
-        elt.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) {
+    if (document.hidden || rowsSelected() ||
+        elt.contains(document.activeElement) &&
+        document.activeElement.matches("input:not([type=checkbox]):not([type=radio]), select, textarea")) {
       evt.preventDefault();
+      status();
+      return;
     }
+    if (evt.detail.xhr) evt.detail.xhr.consolePoll = true;
+  });
+
+  function isPoll(evt) { return !!(evt.detail.xhr && evt.detail.xhr.consolePoll); }
+
+  function failed(text) {
+    if (!live.offline) live.offline = new Date();
+    live.failure = text;
+    status();
+  }
+
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    // A successful answer to any request is fresh news from the server; only a
+    // poll's failure (the operator did not ask) turns the indicator to offline.
+    if (evt.detail.successful && evt.detail.xhr && evt.detail.xhr.status < 400) {
+      live.ok = Date.now();
+      live.offline = null;
+      status();
+    }
+  });
+  document.addEventListener("htmx:responseError", function (evt) {
+    if (isPoll(evt)) failed("update failed (" + evt.detail.xhr.status + ")");
+  });
+  document.addEventListener("htmx:sendError", function (evt) {
+    if (isPoll(evt)) failed("offline");
+  });
+  document.addEventListener("htmx:timeout", function (evt) {
+    if (isPoll(evt)) failed("offline");
   });
 
   document.addEventListener("visibilitychange", function () {
+    status();
     if (document.hidden || !window.htmx) return;
     document.querySelectorAll("[data-poll]").forEach(function (el) {
       window.htmx.trigger(el, "consolewake");
@@ -74,35 +134,27 @@
   });
 
   /* A live update replaces a region; keep each <details> with an id as the operator
-     left it: payloads opened stay open, run-tree scopes collapsed stay collapsed. */
+     left it (payloads opened stay open, run-tree scopes collapsed stay collapsed),
+     and keep ticked rows ticked when the new region still shows them. */
   var detailsState = {};
+  var ticked = [];
   document.addEventListener("htmx:beforeSwap", function () {
     detailsState = {};
     document.querySelectorAll("details[id]").forEach(function (d) { detailsState[d.id] = d.open; });
+    ticked = [];
+    document.querySelectorAll("input[type=checkbox][name=work]:checked").forEach(function (box) { ticked.push(box.value); });
   });
   document.addEventListener("htmx:afterSettle", function () {
     Object.keys(detailsState).forEach(function (id) {
       var d = document.getElementById(id);
       if (d) d.open = detailsState[id];
     });
+    document.querySelectorAll("input[type=checkbox][name=work]").forEach(function (box) {
+      if (ticked.indexOf(box.value) !== -1) box.checked = true;
+    });
     stampBirth(document);
     tick();
     updateSelection();
-  });
-
-  document.addEventListener("htmx:afterRequest", function (evt) {
-    var elt = evt.detail.elt;
-    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
-    if (evt.detail.successful) {
-      var d = new Date();
-      status("live · checked " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()), false);
-    }
-  });
-  document.addEventListener("htmx:responseError", function (evt) {
-    status("update failed (" + evt.detail.xhr.status + "), retrying", true);
-  });
-  document.addEventListener("htmx:sendError", function () {
-    status("connection lost, retrying", true);
   });
 
   /* The interval picker submits itself when changed. */
@@ -126,6 +178,7 @@
       if (!el.dataset.idle) el.dataset.idle = el.textContent;
       el.textContent = n ? n + " selected (live updates paused):" : el.dataset.idle;
     });
+    status();
   }
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -133,6 +186,6 @@
     tick();
     updateSelection();
   });
-  setInterval(tick, 1000);
+  setInterval(function () { tick(); status(); }, 1000);
   setInterval(ages, 5000);
 })();

@@ -85,6 +85,31 @@ def test_a_viewer_sees_no_selection_or_bulk_buttons(as_bob, w1):
     assert "viewer" in html
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "workspace"},  # facet, sort, page
+        {"HTTP_HX_REQUEST": "true", "QUERY_STRING": "stamp=0.0"},  # a live poll
+    ],
+    ids=["navigation", "poll"],
+)
+def test_every_swapped_workspace_keeps_the_operators_controls(client, alice, bob, w1, headers):
+    client.force_login(alice)
+    operator = client.get("/", **headers).content.decode()
+    client.force_login(bob)
+    viewer = client.get("/", **headers).content.decode()
+
+    assert operator.lstrip().startswith('<div id="workspace"')
+    assert 'name="work" value="w1"' in operator
+    assert "data-select-all" in operator
+    assert "data-selected-count" in operator
+    for value in ("retry-selected", "cancel-selected", "retry-all", "cancel-all"):
+        assert f'value="{value}"' in operator
+    assert viewer.lstrip().startswith('<div id="workspace"')
+    assert 'name="work"' not in viewer
+    assert "retry-all" not in viewer
+
+
 def test_a_superuser_is_an_operator(client, django_user_model, w1):
     root = django_user_model.objects.create_superuser("root", password="password")
     client.force_login(root)
