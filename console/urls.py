@@ -4,6 +4,7 @@ from console import misc
 from console.dashboard import views as dashboard
 from console.events import views as events
 from console.http import by_method
+from console.operate import bulk
 from console.operate import views as operate
 from console.runs import views as runs
 from console.runtime import artifacts
@@ -19,9 +20,10 @@ urlpatterns = [
     path("actions/retry/<path:work_id>", operate.retry_work, name="retry_work"),
     path(
         "actions/bulk",
-        by_method(get=operate.bulk_confirm, post=operate.bulk_apply),
+        by_method(get=bulk.bulk_confirm, post=bulk.bulk_apply),
         name="bulk_action",
     ),
+    path("actions/bulk/review", bulk.bulk_review, name="bulk_review"),
     path("events", events.event_list, name="events"),
     path("events/<path:event_id>", events.event_detail, name="event_detail"),
     path("executions", runtime.executions, name="executions"),

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.actions import BULK_CAP
 from console.polling import read
-from console.works.filters import WorkFilter
-from console.works.reads import within
 from storage import Execution, NotFound, Timer, Tx, Wait, Work
 from storage.ops.control import cancel_refusal, next_attempt, retry_refusal
 from storage.ops.manual import Action
@@ -47,45 +44,43 @@ def read_action_preview(work_id: str, action: Action) -> ActionPreview:
     return read(build)
 
 
+def bulk_refusal(action: Action, work: Work, live: set[str]) -> str:
+    """Why ``action`` does not apply to ``work`` ("" when it does); ``live`` holds the
+    IDs of Work with a live attempt (read once for a whole bulk action)."""
+    if action is Action.CANCEL:
+        return cancel_refusal(work)
+    return retry_refusal(work, 1 if work.id in live else 0)
+
+
 @dataclass(frozen=True, slots=True)
 class BulkPlan:
+    """Selected rows (by ID) split into eligible and excluded-with-reason."""
+
     action: Action
     eligible: list[Work]
     excluded: list[tuple[str, Work | None, str]]  # (Work ID, Work if it exists, reason)
-    truncated: bool  # the filter matched more than ``cap`` Works
-    cap: int
 
 
-def read_bulk_plan(
-    action: Action, *, work_ids: list[str] | None = None, f: WorkFilter | None = None
-) -> BulkPlan:
-    """Split the selected Works (by ID, or the first BULK_CAP the filter matches, in
-    its order) into eligible and excluded-with-reason. Live attempts are read once."""
+def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
+    """Split the selected Works into eligible and excluded-with-reason (what the filter
+    matches is ``console.operate.sweep``'s). Live attempts are read once."""
 
     def build(tx: Tx) -> BulkPlan:
         excluded: list[tuple[str, Work | None, str]] = []
         works: list[Work] = []
-        truncated = False
-        if work_ids is not None:
-            for work_id in dict.fromkeys(work_ids):
-                try:
-                    works.append(tx.work(work_id))
-                except NotFound:
-                    excluded.append((work_id, None, "no such Work"))
-        elif f is not None:
-            works = tx.query_works(f.query(limit=BULK_CAP + 1, scope_ids=within(tx, f)))
-            truncated, works = len(works) > BULK_CAP, works[:BULK_CAP]
+        for work_id in dict.fromkeys(work_ids):
+            try:
+                works.append(tx.work(work_id))
+            except NotFound:
+                excluded.append((work_id, None, "no such Work"))
         live = {x.work_id for x in tx.live_executions()} if action is Action.RETRY else set()
         eligible = []
         for work in works:
-            if action is Action.CANCEL:
-                why = cancel_refusal(work)
-            else:
-                why = retry_refusal(work, 1 if work.id in live else 0)
+            why = bulk_refusal(action, work, live)
             if why:
                 excluded.append((work.id, work, why))
             else:
                 eligible.append(work)
-        return BulkPlan(action, eligible, excluded, truncated, BULK_CAP)
+        return BulkPlan(action, eligible, excluded)
 
     return read(build)

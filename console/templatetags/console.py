@@ -121,6 +121,12 @@ def reason_of(payload: Payload | None) -> str:
 
 
 @register.filter
+def grouped(n: int) -> str:
+    """A count with thousands separated (1,000), as the bulk pages state them."""
+    return f"{n:,}"
+
+
+@register.filter
 def filesize(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):

@@ -200,8 +200,9 @@ def test_bulk_retry_a_filtered_set(live_server, browser_page, console_errors):
 
     page.click("button[value=retry-all]")
     expect(page.locator("h1")).to_contain_text("Retry 3 Work")
-    expect(page.locator(".summary-line")).to_contain_text("3 eligible, 1 excluded")
-    expect(page.locator("text=a terminal Work needs a successor")).to_be_visible()
+    expect(page.locator(".restated")).to_contain_text("Every Work with kind billing.charge")
+    expect(page.locator(".summary-line")).to_contain_text("3 eligible, 0 excluded")
+    expect(page.locator(".counts")).to_contain_text("1 of them is finished")
     page.fill("textarea[name=reason]", "payment provider back")
     page.click("button:has-text('Retry 3 Work')")
 

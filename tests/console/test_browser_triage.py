@@ -111,6 +111,10 @@ def test_checkboxes_and_bulk_buttons_survive_polls_facets_sorting_and_paging(
     page.check("[data-select-all]")
     expect(page.locator("[data-selected-count]")).to_have_text("5 selected (live updates paused):")
     expect(page.locator("#live-status")).to_have_text("paused (rows selected)")
+
+    page.click("button[value=retry-selected]")  # a POST: no ID in the URL
+    expect(page).to_have_url(f"{live_server.url}/actions/bulk/review")
+    expect(page.locator("h1")).to_have_text("Retry 5 Work")
     assert console_errors == []
 
 

@@ -8,7 +8,6 @@ import pytest
 import storage
 from console import actions
 from console.actions import do_bulk, new_token
-from console.operate import reads
 from storage import WorkState
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, Action
@@ -34,9 +33,28 @@ def mixed():
     f.completed("done")
 
 
-def test_the_confirmation_of_selected_rows_splits_eligible_from_excluded(as_alice, mixed):
-    response = as_alice.get(
-        "/actions/bulk", {"do": "retry-selected", "work": ["r1", "busy", "done", "ghost"]}
+def hidden(html, name):
+    return re.findall(rf'<input type="hidden" name="{name}" value="([^"]*)">', html)
+
+
+def confirmed(html):
+    """The confirmation's form fields, as the browser would post them back."""
+    fields = {n: hidden(html, n)[0] for n in ("do", "from", "through") if hidden(html, n)}
+    fields["token"] = re.search(r'name="token" value="([^"]+)"', html).group(1)
+    for name in ("state", "kind", "source", "scope", "within", "since", "until"):
+        if hidden(html, name):
+            fields[name] = hidden(html, name)
+    return fields
+
+
+def eligible_rows(html):
+    section = html.split('id="eligible"')[1].split('id="excluded"')[0]
+    return re.findall(r'<a class="mono" href="/works/([^"]+)">', section)
+
+
+def test_the_confirmation_of_selected_rows_carries_them_in_one_field(as_alice, mixed):
+    response = as_alice.post(
+        "/actions/bulk/review", {"do": "retry-selected", "work": ["r1", "busy", "done", "ghost"]}
     )
 
     html = response.content.decode()
@@ -46,57 +64,75 @@ def test_the_confirmation_of_selected_rows_splits_eligible_from_excluded(as_alic
     assert "Work has a live attempt" in html
     assert "a terminal Work needs a successor" in html
     assert "no such Work" in html
-    assert re.findall(r'<input type="hidden" name="work" value="([^"]+)">', html) == ["r1"]
+    assert hidden(html, "works") == ["[&quot;r1&quot;]"]
+    assert 'name="work"' not in html
     assert 'name="reason"' in html
     assert 'name="token"' in html
 
 
-def test_the_confirmation_of_everything_matching_uses_the_filter(as_alice, mixed):
+def test_review_of_everything_matching_goes_on_as_the_filters_own_url(as_alice, mixed):
+    response = as_alice.post("/actions/bulk/review", {"do": "cancel-all", "state": "ready"})
+
+    assert response.status_code == 302
+    assert response["Location"] == "/actions/bulk?state=ready&do=cancel-all"
+
+
+def test_the_confirmation_of_everything_matching_restates_the_filter(as_alice, mixed):
     html = as_alice.get("/actions/bulk", {"do": "cancel-all", "state": "ready"}).content.decode()
 
-    assert re.findall(r'name="work" value="([^"]+)"', html) == ["r2", "r1"]
+    assert "Every Work with state ready" in html
+    assert '<span class="chip-name">state:</span> <span class="mono">ready</span>' in html
+    assert "The filter matches <strong>2</strong> Work" in html
+    assert eligible_rows(html) == ["r1", "r2"]  # oldest first
+    assert html.index('id="eligible"') < html.index('id="excluded"')
+    assert 'name="work"' not in html
+    assert 'name="works"' not in html
+    assert hidden(html, "state") == ["ready"]
+    assert hidden(html, "from") == [""]
+    assert re.fullmatch(r"\d+\.r2", hidden(html, "through")[0])
     assert 'href="/?state=ready"' in html  # back to the same filtered list
 
 
-def test_everything_matching_is_capped(as_alice, monkeypatch):
-    monkeypatch.setattr(reads, "BULK_CAP", 3)
-    f.works_at_once(*[f"w{i}" for i in range(5)])
-
-    html = as_alice.get("/actions/bulk", {"do": "cancel-all"}).content.decode()
-
-    assert "more than 3 Works" in html
-    assert len(re.findall(r'name="work" value=', html)) == 3
-
-
-def test_bulk_retry_acts_on_each_work_and_summarises(as_alice, mixed, monkeypatch):
+def test_the_action_on_everything_matching_re_reads_the_confirmed_range(
+    as_alice, mixed, monkeypatch
+):
     monkeypatch.setattr(actions, "BULK_BATCH", 1)  # several batches
     f.exhausted("r3")
-    f.completed("r4")  # became terminal after the confirmation
+    html = as_alice.get("/actions/bulk", {"do": "retry-all"}).content.decode()
+    assert eligible_rows(html) == ["r1", "r2", "r3"]
+    f.start("r3")  # a live attempt since the confirmation
+    f.exhausted("late")  # created after the confirmed range
 
-    response = as_alice.post(
-        "/actions/bulk",
-        {
-            "do": "retry-all",
-            "work": ["r1", "r2", "r3", "r4"],
-            "reason": "outage over",
-            "token": new_token(),
-        },
-    )
+    response = as_alice.post("/actions/bulk", {**confirmed(html), "reason": "outage over"})
 
     html = response.content.decode()
     assert response.status_code == 200
-    assert "Retry: 3 done, 1 skipped" in html
-    assert "a terminal Work needs a successor" in html
-    attempts = read(lambda tx: {w: len(tx.executions(w)) for w in ("r1", "r2", "r3", "r4")})
-    assert attempts == {"r1": 2, "r2": 2, "r3": 2, "r4": 1}
+    assert "Retry: 2 done, 2 skipped, 1 left" in html  # "busy" and r3 have live attempts
+    assert "Work has a live attempt" in html
+    assert "1 finished Work left alone" in html  # "done" is completed
+    rest = re.search(r'href="(/actions/bulk\?[^"]+)">Run again for the rest', html).group(1)
+    attempts = read(lambda tx: {w: len(tx.executions(w)) for w in ("r1", "r2", "r3", "late")})
+    assert attempts == {"r1": 2, "r2": 2, "r3": 2, "late": 1}
     events = manual_events()
-    assert len(events) == 4  # one per Work, each with its own delivery ID
+    assert len(events) == 2  # one per Work, each with its own delivery ID
     assert all(e.event.actor == "operator:alice" for e in events)
-    assert len({e.event.delivery_id for e in events}) == 4
+    assert len({e.event.delivery_id for e in events}) == 2
+    assert eligible_rows(as_alice.get(rest.replace("&amp;", "&")).content.decode()) == ["late"]
+
+
+def test_the_confirmation_without_a_reason_is_shown_again_as_a_400(as_alice, mixed):
+    html = as_alice.get("/actions/bulk", {"do": "cancel-all"}).content.decode()
+
+    response = as_alice.post("/actions/bulk", confirmed(html))
+
+    assert response.status_code == 400
+    assert b"Give a reason" in response.content
+    assert manual_events() == []
 
 
 def test_a_double_submitted_bulk_form_has_one_effect(as_alice, mixed):
-    form = {"do": "cancel-selected", "work": ["r1", "r2"], "reason": "x", "token": new_token()}
+    works = '["r1", "r2"]'
+    form = {"do": "cancel-selected", "works": works, "reason": "x", "token": new_token()}
 
     as_alice.post("/actions/bulk", form)
     second = as_alice.post("/actions/bulk", form)
@@ -123,10 +159,27 @@ def test_a_bulk_post_without_a_reason_is_a_400(as_alice, mixed):
         {"do": "explode-all"},
         {"do": ""},
         {"do": "retry-all", "since": "x"},
+        {"do": "retry-all", "from": "nonsense"},
     ],
 )
 def test_bad_bulk_requests_are_400s(as_alice, params):
     assert as_alice.get("/actions/bulk", params).status_code == 400
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"do": "retry-selected", "works": "not json"},
+        {"do": "retry-selected", "works": '{"a": 1}'},
+        {"do": "retry-selected", "works": "[1, 2]"},
+        {"do": "retry-all", "reason": "x", "token": "a" * 20},  # no confirmed range
+        {"do": "retry-all", "reason": "x", "token": "a" * 20, "through": "x"},
+        {"do": "cancel-all", "state": "nope", "reason": "x", "token": "a" * 20},
+    ],
+)
+def test_bad_bulk_posts_are_400s(as_alice, data):
+    assert as_alice.post("/actions/bulk", data).status_code == 400
+    assert manual_events() == []
 
 
 def test_do_bulk_refuses_more_than_the_cap(alice):
@@ -162,3 +215,38 @@ def test_it_answers_405_to_a_bulk_request_that_is_neither_get_nor_post(as_alice)
 
     assert response.status_code == 405
     assert response["Allow"] == "GET, POST"
+
+
+def test_retry_all_matching_over_more_than_the_cap_retries_each_work_once(as_alice):
+    """At the real cap (1,000 eligible, not shrunk): 1,100 exhausted-or-new Work with
+    running and completed Work interleaved in creation order; run one stops at the
+    cap, "run again for the rest" continues after it, and nothing is retried twice."""
+    ready = [f"w{i:04d}" for i in range(1100)]
+    for start in range(0, len(ready), 275):  # a few transactions, not one per Work
+        f.works_at_once(*ready[start : start + 275])
+        f.running(f"busy-{start}")  # refused: a live attempt
+        f.completed(f"done-{start}")  # not in a state a retry applies to
+    assert actions.BULK_CAP == 1000
+
+    first = as_alice.get("/actions/bulk", {"do": "retry-all"}).content.decode()
+    assert "<h1>Retry 1,000 Work</h1>" in first
+    assert "The filter matches <strong>1,108</strong> Work" in first
+    assert eligible_rows(first) == ready[:1000]
+    assert "more to look at after it" in first
+    form = {**confirmed(first), "reason": "provider back"}
+    assert len(form) <= 6  # the filter and the range, not one field per Work
+    done = as_alice.post("/actions/bulk", form).content.decode()
+    assert "Retry: 1,000 done, 3 skipped, 101 left" in done  # 100 ready, 1 busy
+    rest = re.search(r'href="(/actions/bulk\?[^"]+)">Run again for the rest', done).group(1)
+    rest = rest.replace("&amp;", "&")
+    assert len(rest) < 100
+
+    second = as_alice.get(rest).content.decode()
+    assert eligible_rows(second) == ready[1000:]
+    again = as_alice.post("/actions/bulk", {**confirmed(second), "reason": "provider back"})
+    assert "Retry: 100 done, 1 skipped, 0 left" in again.content.decode()
+    assert "Run again for the rest" not in again.content.decode()
+
+    attempts = read(lambda tx: {w: len(tx.executions(w)) for w in ready})
+    assert set(attempts.values()) == {1}  # each retried exactly once
+    assert len(manual_events()) == 1100

@@ -1,0 +1,209 @@
+"""Bulk cancel and retry: the list's form, the confirmation and the action.
+
+The list's form POSTs (one checkbox per row, bounded by the page size) to
+``bulk_review``. "All matching" goes on as a short GET of the filter itself
+(bookmarkable, and how "the rest" continues: ``from`` is the last run's stop);
+"selected" is confirmed with the IDs in ONE compact field. The confirmation's POST
+carries the filter and the run's range, or that one field: never one field per Work,
+so neither Django's DATA_UPLOAD_MAX_NUMBER_FIELDS nor a request line limit is met.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.actions import BULK_CAP, BulkSummary, do_bulk, new_token
+from console.errors import error_page
+from console.forms import ActionForm
+from console.http import HtmxHttpRequest
+from console.operate.reads import read_bulk_plan
+from console.operate.sweep import Sweep, describe, parse_range, read_sweep
+from console.operate.views import operator_view, recover
+from console.urlstate import FilterError
+from console.works.filters import WorkFilter, parse_work_filter
+from storage.default import default_store
+from storage.ops.manual import Action
+
+CONFIRM = "console/bulk_confirm.html"
+NOTHING = "Tick the Works to act on, or act on everything the filter matches."
+
+
+def _bulk_choice(data: QueryDict) -> tuple[Action, str] | None:
+    """``do=<cancel|retry>-<selected|all>`` as (action, target), or None."""
+    action_name, _, target = data.get("do", "").partition("-")
+    if action_name not in Action.__members__.values() or target not in ("selected", "all"):
+        return None
+    return Action(action_name), target
+
+
+def _selected_ids(data: QueryDict) -> list[str] | None:
+    """The IDs of "selected": the list's checkboxes (``work``) and/or the
+    confirmation's one ``works`` field (a JSON list); None when malformed."""
+    ids = data.getlist("work")
+    raw = data.get("works", "")
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(parsed, list) or not all(isinstance(i, str) for i in parsed):
+            return None
+        ids += parsed
+    return list(dict.fromkeys(i for i in ids if i))
+
+
+def _asked(
+    request: HtmxHttpRequest, data: QueryDict
+) -> tuple[Action, str, WorkFilter] | HttpResponse:
+    """(action, target, the list's filter) of a bulk request, or its 400 page."""
+    choice = _bulk_choice(data)
+    if choice is None:
+        return error_page(request, 400, "Invalid request", "Choose cancel or retry.")
+    try:
+        return (*choice, parse_work_filter(data))
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid filter", str(exc))
+
+
+@require_POST
+@operator_view
+def bulk_review(request: HtmxHttpRequest) -> HttpResponse:
+    """The list's bulk form: "all matching" goes to its confirmation as the filter's
+    URL; "selected" is confirmed here."""
+    asked = _asked(request, request.POST)
+    if isinstance(asked, HttpResponse):
+        return asked
+    act, target, f = asked
+    if target == "all":
+        return redirect(reverse("bulk_action") + f.querystring([("do", f"{act.value}-all")]))
+    return _confirm_selected(request, act, _selected_ids(request.POST), f)
+
+
+@require_GET
+@operator_view
+def bulk_confirm(request: HtmxHttpRequest) -> HttpResponse:
+    """The confirmation: one run over what the filter matches (from ``from``), or the
+    selected rows (``work``, kept for links made before the list's form POSTed)."""
+    asked = _asked(request, request.GET)
+    if isinstance(asked, HttpResponse):
+        return asked
+    act, target, f = asked
+    if target == "selected":
+        return _confirm_selected(request, act, _selected_ids(request.GET), f)
+    try:
+        start, _ = parse_range(request.GET)
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid position", str(exc))
+    sweep = read_sweep(act, f, start)
+    return _page(request, ActionForm(initial={"token": new_token()}), f, sweep=sweep)
+
+
+@require_POST
+@operator_view
+def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
+    """Act on the eligible Work of the confirmed run (re-read from the filter and its
+    range) or of the selected IDs; an invalid form shows the confirmation again (400)."""
+    asked = _asked(request, request.POST)
+    if isinstance(asked, HttpResponse):
+        return asked
+    act, target, f = asked
+    form = ActionForm(request.POST)
+    recover()
+    if target == "all":
+        try:
+            start, through = parse_range(request.POST)
+        except FilterError as exc:
+            return error_page(request, 400, "Invalid position", str(exc))
+        if through is None:
+            return error_page(request, 400, "Invalid request", "Confirm the action first.")
+        sweep = read_sweep(act, f, start, through)
+        if not form.is_valid():
+            return _page(request, form, f, sweep=sweep, status=400)
+        ids = [w.id for w in sweep.eligible]
+        # ``sweep.left`` was read before acting, on Work after this run's range: the
+        # action does not touch it, so it is what is left.
+        return _summary(request, _do(request, act, ids, form), f, sweep=sweep)
+    selected = _selected_ids(request.POST)
+    if not selected or len(selected) > BULK_CAP:
+        return _confirm_selected(request, act, selected, f)
+    if not form.is_valid():
+        return _page(request, form, f, plan=read_bulk_plan(act, selected), status=400)
+    return _summary(request, _do(request, act, selected, form), f)
+
+
+def _do(request: HtmxHttpRequest, act: Action, ids: list[str], form: ActionForm) -> BulkSummary:
+    return do_bulk(
+        default_store(),
+        username=request.user.get_username(),
+        action=act,
+        work_ids=ids,
+        reason=form.cleaned_data["reason"],
+        token=form.cleaned_data["token"],
+    )
+
+
+def _confirm_selected(
+    request: HtmxHttpRequest, act: Action, ids: list[str] | None, f: WorkFilter
+) -> HttpResponse:
+    if ids is None:
+        return error_page(request, 400, "Invalid request", "The list of Works is malformed.")
+    if not ids:
+        return error_page(request, 400, "Nothing selected", NOTHING)
+    if len(ids) > BULK_CAP:
+        message = f"A bulk action takes at most {BULK_CAP}; act on the filter instead."
+        return error_page(request, 400, "Too many Works", message)
+    plan = read_bulk_plan(act, ids)
+    return _page(request, ActionForm(initial={"token": new_token()}), f, plan=plan)
+
+
+def _page(
+    request: HtmxHttpRequest,
+    form: ActionForm,
+    f: WorkFilter,
+    *,
+    sweep: Sweep | None = None,
+    plan: Any = None,
+    status: int = 200,
+) -> HttpResponse:
+    chosen = sweep or plan
+    context = {
+        "sweep": sweep,
+        "plan": chosen,
+        "action": chosen.action,
+        "form": form,
+        "target": "all" if sweep else "selected",
+        "filter_params": f.params(),
+        "words": describe(f),
+        "chips": f.chips(),
+        "works_json": json.dumps([w.id for w in plan.eligible]) if plan else "",
+        "back": reverse("home") + f.querystring(),
+    }
+    return render(request, CONFIRM, context, status=status)
+
+
+def _summary(
+    request: HtmxHttpRequest, summary: BulkSummary, f: WorkFilter, *, sweep: Sweep | None = None
+) -> HttpResponse:
+    rest_url = ""
+    if sweep is not None and sweep.more:
+        params = [("do", f"{sweep.action.value}-all"), ("from", sweep.stop_cursor)]
+        rest_url = reverse("bulk_action") + f.querystring(params)
+    # Refused inside the run's range when it was re-read, then refused while acting.
+    skipped = [(w, why) for w, _, why in sweep.excluded] if sweep else []
+    skipped += [(s.work_id, s.reason) for s in summary.skipped]
+    context = {
+        "summary": summary,
+        "sweep": sweep,
+        "skipped": skipped,
+        "skipped_count": len(skipped),
+        "words": describe(f),
+        "back": reverse("home") + f.querystring(),
+        "rest_url": rest_url,
+    }
+    return render(request, "console/bulk_result.html", context)
