@@ -49,6 +49,8 @@ class Sweep:
     excluded: list[tuple[str, Work | None, str]]  # refused inside the range, with why
     left: int  # Work in applicable states after ``stop``, counted up to BULK_CAP + 1
     by_state: dict[str, int]  # everything the filter matches, per state
+    by_kind: list[tuple[str, int]]  # ... per kind and per Scope, largest first
+    by_scope: list[tuple[str, int]]
     untouched: int  # matched Work in states the action never applies to
     scanned: int
     cap: int
@@ -108,7 +110,8 @@ def read_sweep(
     def build(tx: Tx) -> Sweep:
         scope_ids = within(tx, f)
         matched = f.query(scope_ids=scope_ids)
-        by_state = dict(tx.work_facets(matched).state)
+        facets = tx.work_facets(matched)
+        by_state = dict(facets.state)
         states = [s for s in APPLICABLE if not f.states or s in f.states]
         untouched = sum(n for s, n in by_state.items() if s not in states)
         eligible: list[Work] = []
@@ -129,12 +132,18 @@ def read_sweep(
             excluded=excluded,
             left=left,
             by_state={s.value: by_state[s.value] for s in STATE_ORDER if by_state.get(s.value)},
+            by_kind=_largest(facets.kind),
+            by_scope=_largest(facets.scope),
             untouched=untouched,
             scanned=scanned,
             cap=BULK_CAP,
         )
 
     return read(build)
+
+
+def _largest(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    return sorted(((v, n) for v, n in counts.items() if n), key=lambda e: (-e[1], e[0]))
 
 
 def _scan(

@@ -146,6 +146,18 @@ def test_the_live_indicator_goes_offline_when_polls_fail_and_recovers(
     # A poll answered "unchanged" (204) keeps it live too.
     page.wait_for_timeout(2_500)
     expect(status).to_have_text(re.compile(r"^live · checked [0-3]s ago$"))
+
+    # The tab hidden (what the browser reports when the operator switches tabs).
+    page.evaluate(
+        "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    expect(status).to_have_text("paused (tab hidden)")
+    page.evaluate(
+        "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    expect(status).to_have_text(re.compile(r"^live · checked [0-3]s ago$"))
     # The aborted polls (and htmx logging them) are the only errors the page logged.
     expected = ("net::ERR_FAILED", "htmx:sendError,", "htmx:afterRequest,")
     assert console_errors

@@ -83,6 +83,7 @@ def test_the_confirmation_of_everything_matching_restates_the_filter(as_alice, m
     assert "Every Work with state ready" in html
     assert '<span class="chip-name">state:</span> <span class="mono">ready</span>' in html
     assert "The filter matches <strong>2</strong> Work" in html
+    assert f'By kind: <span class="mono">{f.KIND}</span> 2.' in html
     assert eligible_rows(html) == ["r1", "r2"]  # oldest first
     assert html.index('id="eligible"') < html.index('id="excluded"')
     assert 'name="work"' not in html
