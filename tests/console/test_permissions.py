@@ -46,7 +46,9 @@ def test_it_redirects_an_anonymous_visitor_to_sign_in(client, path):
     assert response["Location"].startswith("/accounts/login/?next=")
 
 
-@pytest.mark.parametrize("path", ["/actions/cancel/w1", "/actions/bulk", "/preferences/poll"])
+@pytest.mark.parametrize(
+    "path", ["/actions/cancel/w1", "/actions/bulk", "/actions/bulk/review", "/preferences/poll"]
+)
 def test_an_anonymous_post_changes_nothing(client, w1, path):
     response = client.post(path, {"reason": "x", "token": new_token(), "do": "cancel-selected"})
 
@@ -136,6 +138,7 @@ def test_read_only_mode_hides_every_action(as_alice, w1, settings):
     [
         ("/actions/cancel/w1", {"reason": "x"}),
         ("/actions/bulk", {"do": "cancel-selected", "work": "w1", "reason": "x"}),
+        ("/actions/bulk/review", {"do": "cancel-selected", "work": "w1"}),
     ],
 )
 def test_read_only_mode_refuses_actions_server_side(as_alice, w1, settings, path, data):
@@ -146,6 +149,13 @@ def test_read_only_mode_refuses_actions_server_side(as_alice, w1, settings, path
     assert response.status_code == 403
     assert b"read-only mode" in response.content
     assert state_of("w1") is WorkState.READY
+
+
+def test_a_viewer_cannot_review_a_bulk_action(as_bob, w1):
+    response = as_bob.post("/actions/bulk/review", {"do": "cancel-selected", "work": "w1"})
+
+    assert response.status_code == 403
+    assert as_bob.get("/actions/bulk/review").status_code == 405
 
 
 def test_actions_need_a_csrf_token(alice, w1):
