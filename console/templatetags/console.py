@@ -4,13 +4,15 @@ state badges, pretty JSON payloads and the attributes of a polling region."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any
 from urllib.parse import urlencode
 
 from django import template
 from django.http import HttpRequest
-from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeData, SafeString, mark_safe
 
 from console.polling import poll_seconds
 from storage import Payload, from_ns
@@ -222,3 +224,42 @@ def nav_section(context: template.Context) -> str:
 @register.filter
 def cap(value: int, most: int) -> int:
     return min(int(value), int(most))
+
+
+# Control (Cc), format (Cf: bidi overrides and isolates, zero-width), line and paragraph
+# separators, private-use and unpaired surrogates: shown as their code point.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs"})
+# Printable ASCII with line breaks and tabs (multi-line text, pretty JSON): as it is.
+_PLAIN = re.compile(r"[\x20-\x7e\n\t]*")
+_LAYOUT = frozenset("\n\t")
+# Bidi classes that can reorder the text around them: right-to-left letters, Arabic
+# digits and the explicit embeddings, overrides and isolates.
+_REORDERS = frozenset(
+    {"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+)
+
+
+@register.filter
+def visible(value: Any) -> Any:
+    """User text (IDs, names, reasons) for a text node: isolated in ``<bdi>`` so
+    right-to-left text or a bidi override cannot reorder what stands beside it, with
+    each control or format character shown as ``U+XXXX`` rather than obeyed (a Work ID
+    ``rtl\u202egnp.exe`` would read "...exe.png"). Plain ASCII, non-strings and
+    already-safe HTML pass through unchanged."""
+    if not isinstance(value, str) or isinstance(value, SafeData):
+        return value
+    if _PLAIN.fullmatch(value):
+        return value
+    parts, isolate = [], False
+    for char in value:
+        isolate = isolate or unicodedata.bidirectional(char) in _REORDERS
+        if unicodedata.category(char) in _INVISIBLE and char not in _LAYOUT:
+            isolate = True
+            name = unicodedata.name(char, "control character")
+            code = f"U+{ord(char):04X}"
+            parts.append(format_html('<span class="ctl" title="{}">{}</span>', name, code))
+        else:
+            parts.append(escape(char))
+    shown = "".join(parts)
+    # Escaped piecewise above: every character, or our own markup around a code point.
+    return mark_safe(f"<bdi>{shown}</bdi>" if isolate else shown)  # noqa: S308
