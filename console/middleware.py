@@ -32,3 +32,34 @@ class DatabaseUnavailable:
             "Try again once the disk has room and the data folder is writable."
         )
         return error_page(request, 503, "Database unavailable", message)
+
+
+class RefuseNul:
+    """A NUL character anywhere in a request (path, query, form, cookie) is a 400.
+
+    No stored ID or text may hold one (PostgreSQL text cannot), so nothing it names can
+    exist; passed on, it reached PostgreSQL as a driver error (a 5xx) through a lookup,
+    a filter or Django's own session read. Placed before the session middleware.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if _has_nul(request):
+            message = "The request holds a NUL character, which no ID or text may contain."
+            return error_page(request, 400, "Invalid request", message)
+        return self.get_response(request)
+
+
+def _has_nul(request: HttpRequest) -> bool:
+    if "\x00" in request.path:
+        return True
+    if any("\x00" in k or "\x00" in v for k, v in request.COOKIES.items()):
+        return True
+    for data in (request.GET, request.POST if request.method == "POST" else None):
+        if data is not None and any(
+            "\x00" in key or any("\x00" in v for v in values) for key, values in data.lists()
+        ):
+            return True
+    return False

@@ -110,3 +110,18 @@ def test_an_unknown_due_value_is_refused_with_a_message(as_bob):
 @pytest.mark.parametrize("value", ["1", "0", ""])
 def test_the_due_spellings_are_taken(as_bob, value):
     assert as_bob.get(f"/timers?due={value}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("url", "cookie"),
+    [("/works/a%00b", ""), ("/?kind=%00", ""), ("/events?source=a%00", ""), ("/", "\x00")],
+)
+def test_a_nul_anywhere_in_a_request_is_a_400(as_bob, url, cookie):
+    # No ID or text may hold NUL (PostgreSQL text cannot): on PostgreSQL it reached the
+    # driver through a lookup, a filter or the session read, as a 5xx.
+    extra = {"HTTP_COOKIE": f"sessionid={cookie}"} if cookie else {}
+
+    response = as_bob.get(url, **extra)
+
+    assert response.status_code == 400
+    assert b"NUL character" in response.content
