@@ -11,11 +11,7 @@ import pytest
 
 from storage.artifacts import ArtifactCorrupt, ArtifactMissing, FileArtifactStore
 from storage.records import ArtifactRef
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> FileArtifactStore:
-    return FileArtifactStore(tmp_path / "artifacts")
+from tests.storage.support.artifacts import publish
 
 
 @pytest.fixture
@@ -23,12 +19,6 @@ def secret(tmp_path: Path) -> Path:
     path = tmp_path / "secret_key"
     path.write_bytes(b"do not serve me")
     return path
-
-
-def publish(store: FileArtifactStore, data: bytes) -> ArtifactRef:
-    with store.create("text/plain") as writer:
-        writer.write(data)
-        return writer.commit()
 
 
 def artifact_dir(store: FileArtifactStore, ref: ArtifactRef) -> Path:
