@@ -16,9 +16,31 @@ DOTTED_MAX = 200
 ACTOR_SOURCES = frozenset({"core.manual", "core.action"})
 
 
-def require_id(value: str, what: str) -> None:
+# One identifier rule for every backend, in UTF-8 bytes: each limit fits its column
+# (PostgreSQL's varchar(n) counts characters, each at least a byte) and a PostgreSQL
+# btree entry (the KV index holds namespace and key: 255 + 1,024 bytes, under its
+# ~2,700). NUL is refused: PostgreSQL text cannot hold it. Checked before any write,
+# as Invalid: a client must not retry what can never succeed.
+ID_MAX_BYTES = 255
+KV_KEY_MAX_BYTES = 1024
+
+
+def require_id(value: str, what: str, max_bytes: int = ID_MAX_BYTES) -> None:
     if not isinstance(value, str) or not value:
         raise Invalid(f"{what} must be a nonempty string")
+    require_text(value, what, max_bytes)
+
+
+def require_text(value: str, what: str, max_bytes: int = ID_MAX_BYTES) -> None:
+    """At most ``max_bytes`` of UTF-8, valid Unicode, no NUL."""
+    if "\x00" in value:
+        raise Invalid(f"{what} contains a NUL character")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise Invalid(f"{what} is not valid Unicode (an unpaired surrogate)") from None
+    if size > max_bytes:
+        raise Invalid(f"{what} is {size} bytes of UTF-8; the limit is {max_bytes}")
 
 
 def require_dotted(value: str, what: str) -> None:
@@ -42,6 +64,8 @@ def require_keys(keys: Iterable[CorrelationKey], what: str = "correlation key") 
     for key in keys:
         if not isinstance(key, CorrelationKey) or not key.source or not key.external_id:
             raise Invalid(f"{what} {key!r} needs a nonempty source and external_id")
+        require_text(key.source, f"{what} source")
+        require_text(key.external_id, f"{what} external_id")
 
 
 def actor_for(source: str, actor: str) -> str:

@@ -15,7 +15,7 @@ class KvRules(TxBase):
     def _kv_names(namespace: str, key: str | None) -> None:
         fields.require_id(namespace, "KV namespace")
         if key is not None:
-            fields.require_id(key, "KV key")
+            fields.require_id(key, "KV key", fields.KV_KEY_MAX_BYTES)
 
     def kv_get(self, namespace: str, key: str) -> bytes:
         self._check()
