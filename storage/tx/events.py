@@ -61,6 +61,8 @@ class EventRules(TxBase):
         stored = self._require_event(event_id)
         if not disposition:
             raise Invalid("a routing disposition must be nonempty")
+        fields.require_text(disposition, "routing disposition", fields.DISPOSITION_MAX_BYTES)
+        fields.require_text(work_id, "routed Work ID")
         if disposition == "routed" and not work_id:
             raise Invalid("disposition 'routed' needs a Work")
         if work_id and self._get("work", work_id) is None:

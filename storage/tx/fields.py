@@ -23,6 +23,7 @@ ACTOR_SOURCES = frozenset({"core.manual", "core.action"})
 # as Invalid: a client must not retry what can never succeed.
 ID_MAX_BYTES = 255
 KV_KEY_MAX_BYTES = 1024
+DISPOSITION_MAX_BYTES = 64
 
 
 def require_id(value: str, what: str, max_bytes: int = ID_MAX_BYTES) -> None:

@@ -26,6 +26,8 @@ class WorkRules(TxBase):
     def put_work(self, work: Work) -> Work:
         self._writable()
         fields.require_id(work.id, "Work ID")
+        for name in ("scope_id", "parent_id"):
+            fields.require_text(getattr(work, name), f"Work {name}")
         current = self._get("work", work.id)
         state = lifecycle.work_state(work.state)
         fields.require_keys(work.keys)

@@ -30,6 +30,7 @@ def test_it_refuses_an_identifier_the_rule_forbids_before_any_write(
         lambda t: t.accept_event(make_event(bad)),
         lambda t: t.accept_event(replace(make_event("e1"), delivery_id=bad)),
         lambda t: t.kv_put(bad, "k", b"v"),
+        lambda t: t.put_work(replace(make_work("w1"), scope_id=bad)),
     ):
         with pytest.raises(Invalid):
             tx(store, write)
@@ -48,3 +49,11 @@ def test_it_takes_every_identifier_at_the_limit(store: Store, clock: FakeClock) 
     assert tx(store, lambda t: t.kv_get(AT_LIMIT, "k" * 1024)) == b"v"
     with pytest.raises(Invalid):
         tx(store, lambda t: t.kv_put("ns", "k" * 1025, b"v"))
+
+
+def test_it_refuses_a_disposition_over_64_bytes(store: Store, clock: FakeClock) -> None:
+    tx(store, lambda t: t.accept_event(make_event("e1")))
+
+    with pytest.raises(Invalid, match="disposition"):
+        tx(store, lambda t: t.mark_routed("e1", "", "d" * 65))
+    tx(store, lambda t: t.mark_routed("e1", "", "d" * 64))
