@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError
 from django.db import connections
-from pytest_django import Settings as SettingsWrapper
 
 from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
@@ -47,12 +46,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),
     pytest.mark.sqlite_only,
 ]
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path, settings: SettingsWrapper) -> FileArtifactStore:
-    settings.ARTIFACT_DIR = tmp_path / "artifacts"
-    return FileArtifactStore(settings.ARTIFACT_DIR)
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:

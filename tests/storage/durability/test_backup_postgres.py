@@ -22,7 +22,6 @@ import psycopg
 import pytest
 from django.core.management import CommandError
 from django.db import connections
-from pytest_django import Settings as SettingsWrapper
 
 from storage import Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
@@ -44,12 +43,6 @@ pytestmark = [
     pytest.mark.postgres_only,
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),
 ]
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path, settings: SettingsWrapper) -> FileArtifactStore:
-    settings.ARTIFACT_DIR = tmp_path / "artifacts"
-    return FileArtifactStore(settings.ARTIFACT_DIR)
 
 
 def url_of(name: str) -> str:

@@ -1,0 +1,17 @@
+"""Fixtures shared by the SQLite and PostgreSQL backup tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pytest_django import Settings as SettingsWrapper
+
+from storage.artifacts import FileArtifactStore
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path, settings: SettingsWrapper) -> FileArtifactStore:
+    """The artifact store a backup reads, at the path the settings give it."""
+    settings.ARTIFACT_DIR = tmp_path / "artifacts"
+    return FileArtifactStore(settings.ARTIFACT_DIR)
