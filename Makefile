@@ -8,12 +8,14 @@ SHELL := bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: help venv test run lint fmt clean chromium screenshot bench
 
 help:
 	@echo "make run    migrate, create the dev operator, serve on http://127.0.0.1:8000/"
+	@echo "            (logs in data/logs/; make run V=1 keeps them on the terminal)"
 	@echo "make test   ruff, ruff format --check, mypy, manage.py check,"
 	@echo "            makemigrations --check, pytest on SQLite, then again on a"
 	@echo "            throwaway PostgreSQL cluster when its binaries are installed"
@@ -22,18 +24,15 @@ help:
 
 venv: $(STAMP)
 
-# Re-runs only when pyproject.toml changes (or the venv is missing or too old).
+# Re-run only when pyproject.toml changes (or the venv is missing or too old). `make run`
+# needs only the runtime packages; the dev tools (mypy, ruff, pytest, Playwright) were
+# most of a fresh clone's time to first page. The dev install includes the runtime one.
 $(STAMP): pyproject.toml
-	@if [[ -x $(PY) ]] && $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then \
-		echo "Reusing $(VENV) ($$($(PY) --version))"; \
-	else \
-		python=$$(PYTHON='$(PYTHON)' bash scripts/find-python.sh); \
-		echo "Creating $(VENV) with $$python ($$($$python --version))"; \
-		rm -rf $(VENV); \
-		"$$python" -m venv $(VENV); \
-	fi
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@PYTHON='$(PYTHON)' bash scripts/venv.sh '.[dev]'
+	@touch $@ $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	@PYTHON='$(PYTHON)' bash scripts/venv.sh '.'
 	@touch $@
 
 # Browser tests need Debian's Chromium. As root we install it; if it is still missing,
@@ -86,8 +85,9 @@ test: venv chromium
 		echo "WARNING: did NOT run. Install them with: sudo apt-get install -y postgresql"; \
 	fi
 
-run: venv
-	bash scripts/run.sh
+# V=1 keeps the simulator's and gunicorn's logs on the terminal.
+run: $(RUN_STAMP)
+	bash scripts/run.sh $(if $(V),-v)
 
 # Retake docs/screenshot.png (the README's picture) with the browser test that draws it.
 screenshot: venv chromium

@@ -368,6 +368,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("CONDUIT_LOG_LEVEL", "INFO")},
-    # django-axes logs every sign-in at INFO; failures and lockouts are WARNINGs.
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        # Django's default config gives its own logger a console handler under DEBUG;
+        # with ours on the root every 4xx ("Not Found: /x") was printed twice. Naming
+        # the logger here replaces its handlers, so records reach the root once.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # django-axes logs every sign-in at INFO; failures and lockouts are WARNINGs.
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.templatetags.static import static
+from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -13,6 +15,16 @@ from console.polling import CHOICES, COOKIE
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for `make run` and load balancers: no login, no database."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers, bookmark and feed tools ask for /favicon.ico whatever a page's <link>
+    says; each ask was a 404 in the log. Redirect to the static icon, whose URL carries
+    its hash, and let clients keep the redirect for a day (a deploy may change it)."""
+    response = HttpResponseRedirect(static("favicon.svg"))
+    patch_cache_control(response, public=True, max_age=86400)
+    return response
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

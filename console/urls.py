@@ -41,4 +41,5 @@ urlpatterns = [
     path("dashboard/<path:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("healthz", misc.healthz, name="healthz"),
+    path("favicon.ico", misc.favicon, name="favicon"),
 ]
