@@ -112,6 +112,10 @@ class MemoryTx(BaseTx):
             rows = [r for r in rows if is_live(table, r)]
         return rows
 
+    def _list_of_works(self, table: Table, work_ids: Sequence[str]) -> list[Any]:
+        wanted = set(work_ids)
+        return [r for r in self._list(table) if r.work_id in wanted]
+
     def _timer_floor(self, timer_id: str) -> int:
         return self.state.timer_floor.get(timer_id, 0)
 

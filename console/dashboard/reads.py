@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from console.attempts import LastTry, read_last_tries
 from console.polling import polled_view
 from console.scopes import Subtree, ancestors, subtree
 from console.urlstate import FilterError
@@ -101,6 +102,7 @@ class Dashboard:
     longest_running: list[Execution]
     expired: list[Execution]  # running attempts whose lease expired, oldest expiry first
     overdue: list[Timer]  # due Timers, earliest first
+    tries: dict[str, LastTry]  # the listed Work's last attempts (exhausted, oldest waiting)
 
 
 def read_dashboard(
@@ -108,8 +110,9 @@ def read_dashboard(
 ) -> Dashboard | None:
     """Queries: the stamp (2), the Scopes (1), live facets (1), the three series (1
     each), exhausted Work (2), oldest waiting (1), the first failure (1), live
-    attempts (1), due Timers (1), and for a Scope its live Work (1, to select its
-    attempts and Timers). ``now`` fixes the View's time (tests; default: the clock)."""
+    attempts (1), due Timers (1), the listed Work's last tries (3), and for a Scope
+    its live Work (1, to select its attempts and Timers). ``now`` fixes the View's
+    time (tests; default: the clock)."""
 
     def build(tx: Tx, stamp: str) -> Dashboard:
         now = tx.now
@@ -134,6 +137,8 @@ def read_dashboard(
             attempts = [x for x in attempts if x.work_id in mine]
             due = [t for t in due if t.work_id in mine]
         running = [x for x in attempts if x.state is ExecutionState.RUNNING]
+        exhausted = tx.exhausted_works(oldest)
+        oldest_waiting = tx.query_works(replace(oldest, states=waiting))
         return Dashboard(
             now=now,
             stamp=stamp,
@@ -149,8 +154,8 @@ def read_dashboard(
             events=tx.event_series(buckets, listed),
             attempts=tx.attempt_series(buckets, listed),
             exhausted_count=tx.count_exhausted(WorkQuery(scope_ids=ids)),
-            exhausted=tx.exhausted_works(oldest),
-            oldest_waiting=tx.query_works(replace(oldest, states=waiting)),
+            exhausted=exhausted,
+            oldest_waiting=oldest_waiting,
             first_failed=next(iter(tx.query_works(first_failure)), None),
             longest_running=sorted(running, key=lambda x: (x.started_at, x.id))[:LIST_SIZE],
             expired=sorted(
@@ -158,6 +163,7 @@ def read_dashboard(
                 key=lambda x: (x.lease_expires_at, x.id),
             ),
             overdue=sorted(due, key=lambda t: (t.fire_at, t.id)),
+            tries=read_last_tries(tx, list({w.id: w for w in exhausted + oldest_waiting}.values())),
         )
 
     return polled_view(seen, build, now=now, period=STAMP_PERIOD)

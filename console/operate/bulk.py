@@ -122,7 +122,7 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
             return error_page(request, 400, "Invalid position", str(exc))
         if through is None:
             return error_page(request, 400, "Invalid request", "Confirm the action first.")
-        sweep = read_sweep(act, f, start, through)
+        sweep = read_sweep(act, f, start, through, tries=not form.is_valid())
         if not form.is_valid():
             return _page(request, form, f, sweep=sweep, status=400)
         ids = [w.id for w in sweep.eligible]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from console.attempts import LastTry, last_try, read_last_tries
 from console.polling import read
-from storage import Execution, NotFound, Timer, Tx, Wait, Work
+from storage import Execution, NotFound, Timer, Tx, Wait, WaitState, Work
 from storage.ops.control import cancel_refusal, next_attempt, retry_refusal
 from storage.ops.manual import Action
 
@@ -21,6 +22,7 @@ class ActionPreview:
     active_waits: list[Wait]
     timers: list[Timer]
     next_attempt: int
+    last_try: LastTry
 
 
 def read_action_preview(work_id: str, action: Action) -> ActionPreview:
@@ -28,17 +30,20 @@ def read_action_preview(work_id: str, action: Action) -> ActionPreview:
         work = tx.work(work_id)
         live = tx.live_executions(work.id)
         attempts = tx.executions(work.id)
+        waits, timers = tx.waits(work.id), tx.timers(work.id)
         refusal = (
             cancel_refusal(work) if action is Action.CANCEL else retry_refusal(work, len(live))
         )
+        latest = max(attempts, key=lambda x: x.attempt, default=None)
         return ActionPreview(
             now=tx.now,
             work=work,
             refusal=refusal,
             live=live,
-            active_waits=tx.active_waits(work.id),
-            timers=tx.timers(work.id),
+            active_waits=[w for w in waits if w.state is WaitState.ACTIVE],
+            timers=timers,
             next_attempt=next_attempt(attempts),
+            last_try=last_try(work, latest, timers, waits),
         )
 
     return read(build)
@@ -59,6 +64,8 @@ class BulkPlan:
     action: Action
     eligible: list[Work]
     excluded: list[tuple[str, Work | None, str]]  # (Work ID, Work if it exists, reason)
+    tries: dict[str, LastTry]  # the eligible Work's last tries
+    now: int
 
 
 def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
@@ -81,6 +88,6 @@ def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
                 excluded.append((work.id, work, why))
             else:
                 eligible.append(work)
-        return BulkPlan(action, eligible, excluded)
+        return BulkPlan(action, eligible, excluded, read_last_tries(tx, eligible), tx.now)
 
     return read(build)

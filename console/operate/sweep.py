@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from console.actions import BULK_CAP
+from console.attempts import LastTry, read_last_tries
 from console.operate.reads import bulk_refusal
 from console.polling import read
 from console.urlstate import FilterError, format_key, parse_key
@@ -54,6 +55,8 @@ class Sweep:
     untouched: int  # matched Work in states the action never applies to
     scanned: int
     cap: int
+    tries: dict[str, LastTry]  # the eligible Work's last tries (the confirmation's)
+    now: int
 
     @property
     def matching(self) -> int:
@@ -100,12 +103,17 @@ def parse_range(data: Mapping[str, str]) -> tuple[WorkKey | None, WorkKey | None
 
 
 def read_sweep(
-    action: Action, f: WorkFilter, start: WorkKey | None, through: WorkKey | None = None
+    action: Action,
+    f: WorkFilter,
+    start: WorkKey | None,
+    through: WorkKey | None = None,
+    *,
+    tries: bool = True,
 ) -> Sweep:
     """One run: the confirmation's (``through`` None: up to the cap) or the action's
     (``through`` is the confirmation's ``stop``). Queries: the Scopes when ``within``
     is set, the facets, the live attempts (retry), one per CHUNK scanned, one for what
-    is left."""
+    is left, and with ``tries`` (the confirmation) the eligible Work's last tries (3)."""
 
     def build(tx: Tx) -> Sweep:
         scope_ids = within(tx, f)
@@ -137,6 +145,8 @@ def read_sweep(
             untouched=untouched,
             scanned=scanned,
             cap=BULK_CAP,
+            tries=read_last_tries(tx, eligible) if tries else {},
+            now=tx.now,
         )
 
     return read(build)

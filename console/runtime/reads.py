@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from console.attempts import attempt_label
 from console.polling import polled_view, read
 from console.runtime.filters import StartedFilter
 from console.scopes import subtree
@@ -12,6 +13,7 @@ from storage import (
     ArtifactRef,
     Buckets,
     Execution,
+    ExecutionState,
     NotFound,
     Scope,
     Timer,
@@ -22,6 +24,7 @@ from storage import (
 )
 
 STARTED_MAX = 200
+WAIT_STATES = (ExecutionState.PARKED, ExecutionState.WAITING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +54,13 @@ class StartedPage:
     stamp: str
     rows: list[Execution]  # the most recently started first, at most STARTED_MAX
     total: int  # attempts started in the range
+    labels: dict[str, str]  # Execution ID -> what happened to it (console.attempts)
 
 
 def read_started_executions(f: StartedFilter, seen: str = "") -> StartedPage | None:
     """Attempts first claimed in the filter's range: the Scopes when ``within`` is set
-    (1), the range's count (1, as one attempt_series bucket) and its latest rows (1)."""
+    (1), the range's count (1, as one attempt_series bucket), its latest rows (1) and
+    the Waits of those that parked or ended waiting (1 when there are some)."""
 
     def build(tx: Tx, stamp: str) -> StartedPage:
         until = f.until_ns if f.until_ns is not None else tx.now + 1
@@ -65,7 +70,11 @@ def read_started_executions(f: StartedFilter, seen: str = "") -> StartedPage | N
             axis = Buckets(f.since_ns, until - f.since_ns, 1)
             total = tx.attempt_series(axis, scope_ids)[0]
         rows = tx.started_executions(f.since_ns, until, scope_ids, STARTED_MAX)
-        return StartedPage(tx.now, stamp, rows, total)
+        # Only an attempt that parked or ended waiting needs its Wait to be told truly.
+        parked = sorted({x.work_id for x in rows if x.state in WAIT_STATES})
+        waits = tx.waits_of(parked) if parked else []
+        labels = {x.id: attempt_label(x, waits, None) for x in rows}
+        return StartedPage(tx.now, stamp, rows, total, labels)
 
     return polled_view(seen, build)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from console.attempts import LastTry, attempt_label, last_try, read_last_tries, wait_label
 from console.polling import polled_view, read
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
@@ -40,6 +41,7 @@ class WorkListPage:
     facets: WorkFacets
     next_key: WorkKey | None
     prev_key: WorkKey | None
+    tries: dict[str, LastTry]  # each listed Work's latest attempt and what comes next
 
     @property
     def count(self) -> int:
@@ -55,7 +57,7 @@ def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
     the stamp (2), the Scopes when ``within`` is set (1), the page (1, 2 when paging
-    back past the start), the facets (1)."""
+    back past the start), the facets (1), the rows' last tries (3)."""
 
     def build(tx: Tx, stamp: str) -> WorkListPage:
         size = f.size
@@ -83,6 +85,7 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
             facets=facets,
             next_key=query.key_of(rows[-1]) if rows and has_next else None,
             prev_key=query.key_of(rows[0]) if rows and has_prev else None,
+            tries=read_last_tries(tx, rows),
         )
 
     return polled_view(seen, build)
@@ -125,6 +128,9 @@ class WorkDetail:
     timers: list[Timer]
     cancel_refusal: str
     retry_refusal: str
+    last_try: LastTry
+    attempt_labels: dict[str, str]  # Execution ID -> what happened to it, in words
+    wait_labels: dict[str, str]  # Wait ID -> active, or how it ended
 
 
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
@@ -139,6 +145,7 @@ def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
         attempts = sorted(tx.executions(work.id), key=lambda x: x.attempt, reverse=True)
         events = tx.work_events(work.id, 0, TIMELINE_MAX + 1)
         live = sum(1 for x in attempts if not x.terminal)
+        waits, timers = tx.waits(work.id), tx.timers(work.id)
         return WorkDetail(
             now=tx.now,
             stamp=stamp,
@@ -148,10 +155,13 @@ def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
             attempts=attempts,
             events=events[:TIMELINE_MAX],
             more_events=len(events) > TIMELINE_MAX,
-            waits=tx.waits(work.id),
-            timers=sorted(tx.timers(work.id), key=lambda t: (t.fire_at, t.id)),
+            waits=waits,
+            timers=sorted(timers, key=lambda t: (t.fire_at, t.id)),
             cancel_refusal=cancel_refusal(work),
             retry_refusal=retry_refusal(work, live),
+            last_try=last_try(work, attempts[0] if attempts else None, timers, waits),
+            attempt_labels={x.id: attempt_label(x, waits, work.state) for x in attempts},
+            wait_labels={w.id: wait_label(w, work.state) for w in waits},
         )
 
     return polled_view(seen, build)

@@ -154,6 +154,20 @@ class OrmTx(OrmReads):
         rows = self._column(f"SELECT data FROM {spec.name}{clause} ORDER BY id", params)
         return [codec.decode(spec.cls, d) for d in rows]
 
+    def _list_of_works(self, table: Table, work_ids: Sequence[str]) -> list[Any]:
+        # Through the flushing cursor: the buffer cannot tell which of these Work it
+        # holds every row of. One query per max_params IDs (one for any page).
+        spec = schema.TABLES[table]
+        live = f" AND live = {self.dialect.true}" if spec.tombstones else ""
+        step = self.dialect.max_params
+        records = []
+        for start in range(0, len(work_ids), step):
+            chunk = list(work_ids[start : start + step])
+            marks = ", ".join(["%s"] * len(chunk))
+            sql = f"SELECT data FROM {spec.name} WHERE work_id IN ({marks}){live}"
+            records += [codec.decode(spec.cls, d) for d in self._column(sql, chunk)]
+        return sorted(records, key=lambda r: r.id)
+
     def _of_work(self, table: Table, work_id: str) -> list[CachedRow]:
         """The cached rows of one Work's attempts, Waits or live Timers, after reading
         the ones still in the database once (deleted Timers stay out: the partial

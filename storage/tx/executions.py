@@ -179,6 +179,17 @@ class ExecutionRules(WorkRules):
         self._check()
         return self._list("execution", work_id=work_id, live=True)
 
+    def latest_executions(self, work_ids: Sequence[str]) -> dict[str, Execution]:
+        """The highest-numbered attempt of each listed Work that has one (unknown
+        Work and Work never attempted are absent), read for the whole list at once."""
+        self._check()
+        ids = fields.require_ids(work_ids, "Work ID")
+        latest: dict[str, Execution] = {}
+        for x in self._list_of_works("execution", ids) if ids else []:
+            if x.work_id not in latest or x.attempt > latest[x.work_id].attempt:
+                latest[x.work_id] = x
+        return latest
+
     def claim(self, execution_id: str, owner: str, expires_at: Nanos) -> Execution:
         self._writable()
         fields.require_id(owner, "lease owner")

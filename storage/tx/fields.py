@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..errors import Invalid
 from ..records import CorrelationKey, Payload
@@ -77,6 +77,16 @@ def actor_for(source: str, actor: str) -> str:
     if actor and not _ACTOR.match(actor):
         raise Invalid(f"actor {actor!r} is not of the form kind:id")
     return actor
+
+
+def require_ids(values: Sequence[str], what: str) -> list[str]:
+    """A list of IDs (a bare string is refused: it would read as its characters),
+    each checked, duplicates dropped, in the order given."""
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise Invalid(f"{what} must be a list of IDs, not {type(values).__name__}")
+    for value in values:
+        require_id(value, what)
+    return list(dict.fromkeys(values))
 
 
 def require_limit(limit: int) -> None:

@@ -72,6 +72,12 @@ class Rows(ABC):
         """Records sorted by ID, optionally of one Work and/or only live ones."""
 
     @abstractmethod
+    def _list_of_works(self, table: Table, work_ids: Sequence[str]) -> list[Any]:
+        """The records of ``table`` (execution, timer, wait) belonging to any of
+        ``work_ids`` (distinct, checked), sorted by ID: a page's rows in one read, so a
+        list's cost does not grow with its length. Deleted Timers are not listed."""
+
+    @abstractmethod
     def _timer_floor(self, timer_id: str) -> int:
         """Highest revision ever given to this timer ID, deleted ones included."""
 

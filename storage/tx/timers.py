@@ -6,6 +6,7 @@ a revision.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
@@ -69,6 +70,12 @@ class TimerRules(WorkRules, EventRules):
     def timers(self, work_id: str = "") -> list[Timer]:
         self._check()
         return self._list("timer", work_id=work_id)
+
+    def timers_of(self, work_ids: Sequence[str]) -> list[Timer]:
+        """The Timers of any of the listed Work, by ID, read for the whole list at once."""
+        self._check()
+        ids = fields.require_ids(work_ids, "Work ID")
+        return self._list_of_works("timer", ids) if ids else []
 
     def due_timers(self, now: Nanos, limit: int = 0) -> list[Timer]:
         self._check()

@@ -6,6 +6,7 @@ transaction that parks its attempt.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
@@ -99,6 +100,12 @@ class WaitRules(ExecutionRules, EventRules):
     def waits(self, work_id: str = "") -> list[Wait]:
         self._check()
         return self._list("wait", work_id=work_id)
+
+    def waits_of(self, work_ids: Sequence[str]) -> list[Wait]:
+        """The Waits (any state) of any of the listed Work, by ID, in one read."""
+        self._check()
+        ids = fields.require_ids(work_ids, "Work ID")
+        return self._list_of_works("wait", ids) if ids else []
 
     def active_waits(self, work_id: str = "") -> list[Wait]:
         self._check()

@@ -294,12 +294,13 @@ def test_it_reads_one_view_with_a_pinned_query_count(as_alice, django_assert_num
         f.completed(f"c{i}", scope_id="acme-eu")
         f.exhausted(f"x{i}", scope_id="acme")
     # BEGIN, snapshot, stamp (2), Scopes, live facets, three series, exhausted (count
-    # and list), oldest waiting, first failure, live attempts, due Timers, COMMIT;
+    # and list), oldest waiting, first failure, live attempts, due Timers, the listed
+    # Work's last tries (latest attempts, Timers, Waits: 3), COMMIT;
     # whatever the number of Work, Scopes or buckets.
-    with django_assert_num_queries(16, connection=connections["view"]):
+    with django_assert_num_queries(19, connection=connections["view"]):
         assert as_alice.get("/dashboard?window=7d").status_code == 200
     # A Scope adds its live Work (to pick its attempts and Timers).
-    with django_assert_num_queries(17, connection=connections["view"]):
+    with django_assert_num_queries(20, connection=connections["view"]):
         assert as_alice.get("/dashboard/acme").status_code == 200
 
 
