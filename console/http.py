@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
@@ -37,6 +38,17 @@ def page(view: View) -> View:
 def wants_fragment(request: HtmxHttpRequest) -> bool:
     """htmx swapping a region (not restoring history, which needs the whole page)."""
     return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def local_next(request: HttpRequest) -> str:
+    """The ``next`` a form or link carries (POST, else GET), when it is a path on this
+    site ("/..."; never "//host", a scheme or a backslash trick), else ""."""
+    raw = request.POST.get("next") or request.GET.get("next") or ""
+    if not raw.startswith("/") or raw.startswith("//") or "\\" in raw or len(raw) > 2000:
+        return ""
+    if not url_has_allowed_host_and_scheme(raw, allowed_hosts={request.get_host()}):
+        return ""
+    return raw
 
 
 def render_region(

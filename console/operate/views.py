@@ -8,25 +8,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
 
 from console.access import operator_required
 from console.actions import REQUEST_RECOVERY_SCAN as RECOVERY_SCAN
 from console.actions import do_cancel_work, do_retry_work, message, new_token
 from console.errors import storage_errors
 from console.forms import ActionForm
-from console.http import HtmxHttpRequest, View
+from console.http import HtmxHttpRequest, View, local_next, wants_fragment
 from console.operate.reads import read_action_preview
 from storage import StorageError
 from storage.default import default_store
 from storage.ops.manual import Action, ActionResult, apply_manual_events
 
 log = logging.getLogger(__name__)
+FULL = "console/action_confirm.html"
 
 DoAction = Callable[..., ActionResult]
 
@@ -61,12 +65,14 @@ def retry_work(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
 
 
 def _one_work(request: HtmxHttpRequest, act: Action, do: DoAction, work_id: str) -> HttpResponse:
+    back = local_next(request)
     if request.method != "POST":
-        return _confirmation(request, act, work_id, ActionForm(initial={"token": new_token()}))
+        form = ActionForm(initial={"token": new_token()})
+        return _confirmation(request, act, work_id, form, back)
     recover()
     form = ActionForm(request.POST)
     if not form.is_valid():
-        return _confirmation(request, act, work_id, form, status=400)
+        return _confirmation(request, act, work_id, form, back, status=400)
     result = do(
         default_store(),
         username=request.user.get_username(),
@@ -76,12 +82,32 @@ def _one_work(request: HtmxHttpRequest, act: Action, do: DoAction, work_id: str)
     )
     level = messages.SUCCESS if result.done else messages.WARNING
     messages.add_message(request, level, message(result))
-    return redirect("work_detail", work_id=work_id)
+    # Back to the list the operator came from, else the Work; htmx reloads that page
+    # whole, so the flash and every region are fresh.
+    target = back or reverse("work_detail", kwargs={"work_id": work_id})
+    return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
 
 
 def _confirmation(
-    request: HtmxHttpRequest, act: Action, work_id: str, form: ActionForm, status: int = 200
+    request: HtmxHttpRequest,
+    act: Action,
+    work_id: str,
+    form: ActionForm,
+    back: str,
+    status: int = 200,
 ) -> HttpResponse:
     preview = read_action_preview(work_id, act)
-    context = {"action": act, "preview": preview, "work": preview.work, "form": form}
-    return render(request, "console/action_confirm.html", context, status=status)
+    name = "cancel_work" if act is Action.CANCEL else "retry_work"
+    url = reverse(name, kwargs={"work_id": work_id})
+    context = {
+        "action": act,
+        "preview": preview,
+        "work": preview.work,
+        "form": form,
+        "next": back,
+        "action_url": url,
+        "page_url": f"{url}?next={quote(back)}" if back else url,
+    }
+    # From a list row (htmx): the compact confirmation under the row; else the page.
+    template = "console/_inline_confirm.html" if wants_fragment(request) else FULL
+    return render(request, template, context, status=status)

@@ -164,6 +164,14 @@ def poll_attrs(context: template.Context, stamp: str) -> SafeString:
 
 
 @register.simple_tag(takes_context=True)
+def here(context: template.Context) -> str:
+    """This page's URL without the poll's ``stamp``: where an action returns to."""
+    request: HttpRequest = context["request"]
+    params = [(k, v) for k, vs in request.GET.lists() if k != "stamp" for v in vs]
+    return request.path + (f"?{urlencode(params)}" if params else "")
+
+
+@register.simple_tag(takes_context=True)
 def poll_choice(context: template.Context) -> int:
     return poll_seconds(context["request"])
 

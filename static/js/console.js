@@ -60,6 +60,11 @@
     return !!document.querySelector("[data-poll] input[type=checkbox][name=work]:checked");
   }
 
+  /* A compact confirmation open under a row: a poll would swap it away. */
+  function confirming() {
+    return !!document.querySelector("[data-poll] [data-inline-confirm]");
+  }
+
   function status() {
     var el = document.getElementById("live-status");
     if (!el) return;
@@ -71,6 +76,8 @@
       text = "paused (tab hidden)";
     } else if (rowsSelected()) {
       text = "paused (rows selected)";
+    } else if (confirming()) {
+      text = "paused (confirming an action)";
     } else if (live.offline) {
       text = live.failure + " since " + clock(live.offline) + ", retrying";
       error = true;
@@ -88,7 +95,7 @@
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
     if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
-    if (document.hidden || rowsSelected() ||
+    if (document.hidden || rowsSelected() || confirming() ||
         elt.contains(document.activeElement) &&
         document.activeElement.matches("input:not([type=checkbox]):not([type=radio]), select, textarea")) {
       evt.preventDefault();
@@ -155,6 +162,33 @@
     stampBirth(document);
     tick();
     updateSelection();
+  });
+
+  /* Compact confirmations: one open at a time; "Keep it" closes it; a refused form
+     (400: no reason) is shown again in place, which htmx does not swap by itself. */
+  document.addEventListener("click", function (evt) {
+    var t = evt.target;
+    if (!t.closest) return;
+    var close = t.closest("[data-close-confirm]");
+    if (close) {
+      var row = close.closest("[data-inline-confirm]");
+      if (row) row.remove();
+      status();
+      return;
+    }
+    var open = t.closest("[data-inline-open]");
+    if (open) {
+      var table = open.closest("table") || document;
+      table.querySelectorAll("[data-inline-confirm]").forEach(function (r) { r.remove(); });
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var xhr = evt.detail.xhr;
+    if (xhr && xhr.status === 400 && evt.detail.elt && evt.detail.elt.closest &&
+        evt.detail.elt.closest("[data-inline-confirm]")) {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
   });
 
   /* The interval picker submits itself when changed. */
