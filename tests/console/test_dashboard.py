@@ -250,7 +250,7 @@ def test_lists_show_what_an_operator_acts_on(as_alice):
 
     page = as_alice.get("/dashboard/acme").content.decode()
 
-    assert 'href="/actions/retry/stuck">Retry…</a>' in page
+    assert 'href="/actions/retry/stuck?next=/dashboard/acme"' in page
     expired = re.search(r'id="expired".*?</section>', page, re.S)
     assert expired is not None
     assert "lapsed" in expired.group(0)
