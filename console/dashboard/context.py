@@ -12,7 +12,6 @@ from django.urls import reverse
 
 from console.charts import BarItem, Series, bars, columns
 from console.dashboard.reads import (
-    DEFAULT_WINDOW,
     LIST_SIZE,
     LIVE_ORDER,
     TERMINAL_ORDER,
@@ -30,9 +29,10 @@ KIND_BARS = 8  # kinds and executors shown before "N more"
 BUCKET_LABELS = {"1h": "5 minutes", "24h": "hour", "7d": "6 hours"}
 
 
-def window_query(window: Window) -> str:
-    """``?window=...``, or nothing for the default window (one canonical URL)."""
-    return "" if window.key == DEFAULT_WINDOW else f"?window={window.key}"
+def window_query(window: Window, chosen: bool) -> str:
+    """``?window=...`` when the page's URL named it; nothing keeps the next page on the
+    window chosen by the history's age, as this one is."""
+    return f"?window={window.key}" if chosen else ""
 
 
 def iso(ns: int) -> str:
@@ -67,9 +67,9 @@ class Links:
         )
         return reverse("executions") + f.querystring()
 
-    def dashboard(self, scope_id: str, window: Window) -> str:
+    def dashboard(self, scope_id: str, window: Window, chosen: bool) -> str:
         base = reverse("dashboard_scope", kwargs={"scope_id": scope_id})
-        return base + window_query(window)
+        return base + window_query(window, chosen)
 
 
 def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
@@ -126,7 +126,10 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
     ]
     scopes = [
         BarItem(
-            c, n, links.works(*LIVE_ORDER, within=c) if n else "", label_href=links.dashboard(c, w)
+            c,
+            n,
+            links.works(*LIVE_ORDER, within=c) if n else "",
+            label_href=links.dashboard(c, w, d.chosen),
         )
         for c, n in d.children
     ]
@@ -138,7 +141,7 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
         "dash": d,
         "links": links,
         "windows": [(f"{path}?window={v.key}", v.label, v is w) for v in WINDOWS.values()],
-        "window_query": window_query(w),
+        "window_query": window_query(w, d.chosen),
         "bucket_label": BUCKET_LABELS[w.key],
         "list_size": LIST_SIZE,
         "depth": SUBTREE_DEPTH,

@@ -64,6 +64,9 @@ WINDOWS = {
     )
 }
 DEFAULT_WINDOW = "24h"
+# A URL without ?window= on a history younger than a day opens on the last hour: on a
+# fresh system the day's window is one bar at its right edge.
+YOUNG_WINDOW = "1h"
 
 
 def parse_window(raw: str) -> Window:
@@ -85,6 +88,7 @@ class Dashboard:
     now: int
     stamp: str
     window: Window
+    chosen: bool  # the URL named the window (False: chosen by the history's age)
     axis: Buckets
     scope: Scope | None  # None: every Scope
     tree: Subtree | None
@@ -105,14 +109,23 @@ class Dashboard:
     tries: dict[str, LastTry]  # the listed Work's last attempts (exhausted, oldest waiting)
 
 
+def auto_window(tx: Tx, now: int) -> Window:
+    """The window for a URL that names none: the last hour while the oldest Event is
+    less than a day old, else the last 24 hours. One indexed read (the first Event)."""
+    first = tx.events(limit=1)
+    young = not first or now - first[0].event.received_at < 24 * HOUR
+    return WINDOWS[YOUNG_WINDOW if young else DEFAULT_WINDOW]
+
+
 def read_dashboard(
-    scope_id: str | None, window: Window, seen: str = "", now: int | None = None
+    scope_id: str | None, window: Window | None, seen: str = "", now: int | None = None
 ) -> Dashboard | None:
     """Queries: the stamp (2), the Scopes (1), live facets (1), the three series (1
     each), exhausted Work (2), oldest waiting (1), the first failure (1), live
-    attempts (1), due Timers (1), the listed Work's last tries (3), and for a Scope
-    its live Work (1, to select its attempts and Timers). ``now`` fixes the View's
-    time (tests; default: the clock)."""
+    attempts (1), due Timers (1), the listed Work's last tries (3), for a Scope its
+    live Work (1, to select its attempts and Timers), and without a ``window`` the
+    first Event (1, ``auto_window``). ``now`` fixes the View's time (tests; default:
+    the clock)."""
 
     def build(tx: Tx, stamp: str) -> Dashboard:
         now = tx.now
@@ -125,7 +138,8 @@ def read_dashboard(
             tree = subtree(scopes, scope_id)
         ids = tree.ids if tree else frozenset()
         listed = sorted(ids) if tree else None
-        buckets = axis(window, now)
+        shown = window or auto_window(tx, now)
+        buckets = axis(shown, now)
         live = tx.work_facets(WorkQuery(states=LIVE_WORK_STATES, scope_ids=ids))
         oldest = WorkQuery(scope_ids=ids, order=WorkOrder.UPDATED_ASC, limit=LIST_SIZE)
         waiting = frozenset({WorkState.READY, WorkState.WAITING})
@@ -142,7 +156,8 @@ def read_dashboard(
         return Dashboard(
             now=now,
             stamp=stamp,
-            window=window,
+            window=shown,
+            chosen=window is not None,
             axis=buckets,
             scope=scope,
             tree=tree,

@@ -18,7 +18,8 @@ def dashboard(request: HtmxHttpRequest, scope_id: str | None = None) -> HttpResp
     """Is anything wrong right now, and since when: live figures, the window's
     series, and the lists an operator acts on, every chart linked to its list."""
     try:
-        window = parse_window(request.GET.get("window", ""))
+        raw = request.GET.get("window", "")
+        window = parse_window(raw) if raw else None
     except FilterError as exc:
         return error_page(request, 400, "Invalid request", exc.errors["window"])
     dash = read_dashboard(scope_id, window, seen_stamp(request))

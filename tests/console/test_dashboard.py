@@ -301,7 +301,7 @@ def test_it_reads_one_view_with_a_pinned_query_count(as_alice, django_assert_num
         assert as_alice.get("/dashboard?window=7d").status_code == 200
     # A Scope adds its live Work (to pick its attempts and Timers).
     with django_assert_num_queries(20, connection=connections["view"]):
-        assert as_alice.get("/dashboard/acme").status_code == 200
+        assert as_alice.get("/dashboard/acme?window=7d").status_code == 200
 
 
 def test_the_stamp_turns_every_minute_so_time_driven_figures_refresh():
