@@ -123,8 +123,19 @@ def test_make_run_serves_a_live_console_and_stops_on_ctrl_c(tmp_path):
     leftover = session_processes(run.pid)
     assert leftover == {}, leftover
     output = "".join(lines)
-    assert "Development operator" in output
-    assert re.search(r"simulate: \d+ ticks as sim-", output), output[-3000:]
+    # The sign-in details close the banner, the last lines before Ctrl-C: the
+    # simulator's ticks and the access lines went to the log folder, not here.
+    banner = output[output.index("Development operator") :]
+    assert f"password: {PASSWORD}" in banner
+    assert f"is up at {base}/" in banner
+    assert "tick " not in banner
+    assert '"GET /healthz' not in output
+    logs = tmp_path / "logs"
+    assert re.search(r"simulate: \d+ ticks as sim-", (logs / "simulate.log").read_text())
+    assert '"GET /accounts/login/' in (logs / "access.log").read_text()
+    assert {p.name: p.stat().st_mode & 0o777 for p in logs.iterdir()} == dict.fromkeys(
+        ("simulate.log", "access.log", "console.log"), 0o600
+    )
 
 
 def _healthy(base: str) -> bool:
