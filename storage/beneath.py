@@ -1,14 +1,16 @@
-"""Open a file beneath a directory without following any symbolic link.
+"""Open a file or a directory beneath a root without following any symbolic link.
 
-The artifact store serves whatever lies under its root to any viewer, so a link planted
-there (to the secret key, the SQLite file, /etc/passwd) must not be followed, at any
-depth. ``O_NOFOLLOW`` only guards the last component of a path, so each component is
-opened on its own, relative to its parent's descriptor: no path is ever resolved by
-name again between the check and the use.
+The artifact store serves whatever lies under its root to any viewer, and the routed
+runs' artifact workspace and control journal take files a worker may have planted, so
+a link placed there (to the secret key, the SQLite file, /etc/passwd) must not be
+followed, at any depth. ``O_NOFOLLOW`` only guards the last component of a path, so
+each component is opened on its own, relative to its parent's descriptor: no path is
+ever resolved by name again between the check and the use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -23,7 +25,35 @@ _NOT_PLAIN = {errno.ELOOP, errno.ENOTDIR, errno.EISDIR}
 
 
 class NotRegular(OSError):
-    """A component is a symbolic link, or the target is not a regular file."""
+    """A component is a symbolic link, or the target is not a regular file.
+
+    ``is_link`` says whether the refused component was a symbolic link when it was
+    looked at after the refusal (for the message and the error class; the refusal
+    itself is the open's, so a link swapped in after any earlier check is refused all
+    the same)."""
+
+    is_link: bool = False
+
+
+def open_dir_beneath(root: Path, parts: Sequence[str], *, create: int | None = None) -> int:
+    """A read-only descriptor of the directory ``root/parts[0]/.../parts[-1]``.
+
+    ``root`` itself is configuration and may be reached through links; nothing below
+    it may. With ``create`` (a mode), a missing directory on the way is made with that
+    mode (the umask permitting) and its parent fsynced, so the chain is durable.
+    Raises ``FileNotFoundError`` if one is missing (without ``create``), ``NotRegular``
+    if one is a link or not a directory.
+    """
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            below = open_dir_at(directory, part, create=create)
+            os.close(directory)
+            directory = below
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory
 
 
 def open_beneath(root: Path, parts: Sequence[str]) -> int:
@@ -33,18 +63,20 @@ def open_beneath(root: Path, parts: Sequence[str]) -> int:
     may. Raises ``FileNotFoundError`` if a component is missing, ``NotRegular`` if one
     is a link or the file is not regular, other ``OSError`` as the system reports.
     """
-    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    directory = open_dir_beneath(root, parts[:-1])
     try:
-        for part in parts[:-1]:
-            below = _open(part, _DIRECTORY, directory)
-            os.close(directory)
-            directory = below
-        fd = _open(parts[-1], _FILE, directory)
+        return open_file_at(directory, parts[-1])
     finally:
         os.close(directory)
+
+
+def open_file_at(directory: int, name: str, flags: int = _FILE) -> int:
+    """A descriptor of the regular file ``name`` in the open ``directory``, never
+    through a link; blocking again once opened."""
+    fd = _open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, directory)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(errno.EINVAL, "not a regular file", parts[-1])
+            raise NotRegular(errno.EINVAL, "not a regular file", name)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -52,10 +84,31 @@ def open_beneath(root: Path, parts: Sequence[str]) -> int:
     return fd
 
 
+def open_dir_at(directory: int, name: str, *, create: int | None = None) -> int:
+    """A descriptor of the subdirectory ``name`` of the open ``directory``, never
+    through a link (``NotRegular`` for a link or a non-directory). With ``create`` (a
+    mode), a missing one is made (the umask permitting) and ``directory`` fsynced."""
+    try:
+        return _open(name, _DIRECTORY, directory)
+    except FileNotFoundError:
+        if create is None:
+            raise
+    # Another process may have made it first; it may not have fsynced yet.
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, create, dir_fd=directory)
+    os.fsync(directory)
+    return _open(name, _DIRECTORY, directory)
+
+
 def _open(name: str, flags: int, directory: int) -> int:
     try:
         return os.open(name, flags, dir_fd=directory)
     except OSError as exc:
         if exc.errno in _NOT_PLAIN:
-            raise NotRegular(exc.errno, "a symbolic link or not a regular file", name) from None
+            refused = NotRegular(exc.errno, "a symbolic link or not a regular file", name)
+            with contextlib.suppress(OSError):
+                refused.is_link = stat.S_ISLNK(
+                    os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+                )
+            raise refused from None
         raise

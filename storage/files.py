@@ -7,8 +7,12 @@ own fsync and the fsync of the directory holding its entry; a directory chain is
 durable after each new directory's parent was fsynced. These helpers say exactly that
 and nothing more; which file must be durable before which step is their callers' rule.
 
-``read_or_create_secret`` publishes a small file once with link(2): several processes
-may race to create it, and a reader never sees a half-written one.
+``write_at`` is the one atomic write, relative to an open directory (so no link on the
+way is followed after the caller opened it): a private temporary file, fsynced, then
+either renamed over the name or linked to it once with link(2), which fails if the
+name exists, so of several racing writers exactly one publishes and a reader never
+sees a half-written file. ``publish`` and ``read_or_create_secret`` are built on it,
+as are the routed runs' control journal and journal keys.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ __all__ = [
     "make_dirs",
     "publish",
     "read_or_create_secret",
+    "write_at",
 ]
 
 
@@ -78,12 +83,45 @@ def make_dirs(path: Path) -> None:
 def publish(path: Path, content: bytes) -> None:
     """Write ``path`` atomically and durably: temp file, fsync, rename, fsync dir. A
     reader sees the old file (or none) or the whole new one, never a part."""
-    temp = path.with_name(f".{path.name}.tmp")
-    with temp.open("xb") as out:
-        out.write(content)
-        fsync_open(out)
-    os.replace(temp, path)
-    fsync_dir(path.parent)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        write_at(directory, path.name, content, mode=0o666)
+    finally:
+        os.close(directory)
+
+
+def write_at(
+    directory: int, name: str, content: bytes, *, mode: int = 0o600, replace: bool = True
+) -> bool:
+    """Publish ``name`` in the open ``directory`` atomically and durably.
+
+    The content goes to a temporary file of this call's own (``O_EXCL``, never through
+    a link; a dot name a reader skips), is fsynced, and is then renamed over ``name``
+    (``replace``) or hard-linked to it (not ``replace``: False, nothing changed, if the
+    name exists); the directory is fsynced last. A process killed at any point leaves
+    ``name`` as it was or holding the whole content, and at worst a stray temporary
+    file, which no later write collides with (its name is unique).
+    """
+    temp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, mode, dir_fd=directory)
+    created = True
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
+            fsync_open(out)
+        if replace:
+            os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        else:
+            try:
+                os.link(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+            except FileExistsError:
+                created = False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=directory)
+    os.fsync(directory)
+    return created
 
 
 def read_or_create_secret(path: Path, nbytes: int = 50) -> str:
@@ -100,16 +138,13 @@ def read_or_create_secret(path: Path, nbytes: int = 50) -> str:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    secret = (secrets.token_urlsafe(nbytes) + "\n").encode()
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(nbytes) + "\n")
         # Another process published first: keep its secret, drop ours.
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, path)
+        write_at(directory, path.name, secret, replace=False)
     finally:
-        tmp.unlink(missing_ok=True)
+        os.close(directory)
     return _read_secret(path)
 
 

@@ -237,6 +237,18 @@ class TerminationReason(CodedEnum):
     PROCESS_FAILURE = 5
 
 
+class InvokeJobEventKind(CodedEnum):
+    """Control-journal event kinds; stored by name, like every status."""
+
+    UNSPECIFIED = 0
+    ACCEPTED = 1  # durable admission committed, before the container starts
+    STARTED = 2  # container started, before the handler runs
+    PROGRESS_REF = 3  # a progress record: a heartbeat or a checkpoint
+    SUCCEEDED = 4  # terminal: result committed
+    FAILED = 5  # terminal: failure recorded
+    CANCELLED = 6  # terminal: cancel precedence won
+
+
 # -- string enums ------------------------------------------------------------------
 class AuthorityScope(TextEnum):
     DEFAULT = "default"
@@ -294,6 +306,7 @@ ALL_ENUMS: tuple[type[CodedEnum] | type[TextEnum], ...] = (
     AdmissionOutcome,
     ControlCommand,
     TerminationReason,
+    InvokeJobEventKind,
     AuthorityScope,
     DataClassification,
     ResumeReason,

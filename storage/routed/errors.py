@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, Fenced, Invalid, NotFound, RecordsNewer, StorageError
+from ..errors import Conflict, Corrupt, Fenced, Invalid, NotFound, RecordsNewer, StorageError
 
 
 class RoutedError(StorageError):
@@ -75,6 +75,47 @@ class LeaseFenced(RoutedError, Fenced):
     (revoked, superseded, expired or absent)."""
 
     sentinel = "routedrun: lease fenced"
+
+
+class SymlinkRejected(RoutedError, Invalid):
+    """A link on an artifact's or a journal's path: a symbolic link at any level, or
+    a file with more than one hard link (its content is reachable from outside)."""
+
+    sentinel = "routedrun: symlink rejected"
+
+
+class UnsafePermissions(RoutedError, Invalid):
+    """A group- or world-writable artifact, or a journal key or file not 0600."""
+
+    sentinel = "routedrun: unsafe permissions"
+
+
+class SizeCapExceeded(RoutedError, Invalid):
+    """Over 25 MiB in one artifact, 100 MiB accepted for a run, or 65,536 bytes in a
+    journal event's payload."""
+
+    sentinel = "routedrun: size cap exceeded"
+
+
+class InvalidPath(RoutedError, Invalid):
+    """An artifact path that is absolute, traverses, is empty in a segment, has over 8
+    segments or 512 bytes, or names no regular file."""
+
+    sentinel = "routedrun: invalid path component"
+
+
+class JournalSequenceConflict(RoutedError, Conflict):
+    """An append or an ingestion whose sequence is not exactly the last one + 1."""
+
+    sentinel = "routedrun: journal sequence conflict"
+
+
+class JournalInvalid(RoutedError, Corrupt):
+    """A control journal that does not verify: an event altered (HMAC), removed,
+    duplicated or reordered (sequence), unreadable, or its key replaced. The spec has
+    no sentinel for it; under ``Corrupt``, as stored bytes that do not decode are."""
+
+    sentinel = "routedrun: control journal failed verification"
 
 
 class SegmentAlreadyOpen(RoutedError, Invalid):

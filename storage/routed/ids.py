@@ -117,6 +117,13 @@ class CheckpointID(RoutedID):
     prefix = "ckpt-"
 
 
+class ArtifactID(RoutedID):
+    """The spec gives artifacts no prefix; ``art-``, and the workspace derives the body
+    from (run, relative path), so accepting a path again updates its one record."""
+
+    prefix = "art-"
+
+
 ALL_ID_TYPES: tuple[type[RoutedID], ...] = (
     DeploymentID,
     InvocationID,
@@ -133,4 +140,5 @@ ALL_ID_TYPES: tuple[type[RoutedID], ...] = (
     ChildResultID,
     IdempotencyID,
     CheckpointID,
+    ArtifactID,
 )

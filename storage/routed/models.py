@@ -177,6 +177,18 @@ class RoutedTransitionRow(RoutedRow):
         indexes = [models.Index(fields=["parent", "status"], name="rt_transition_p")]
 
 
+class RoutedArtifactRow(RoutedRow):
+    class Meta(RoutedRow.Meta):
+        db_table = "conduit_routed_artifact"
+        indexes = [models.Index(fields=["parent", "status"], name="rt_artifact_p")]
+
+
+class RoutedProgressRow(RoutedRow):
+    class Meta(RoutedRow.Meta):
+        db_table = "conduit_routed_progress"
+        indexes = [models.Index(fields=["parent", "status"], name="rt_progress_p")]
+
+
 MODELS: dict[str, type[RoutedRow]] = {
     "meta": RoutedMetaRow,
     "deployment": RoutedDeploymentRow,
@@ -203,4 +215,6 @@ MODELS: dict[str, type[RoutedRow]] = {
     "checkpoint": RoutedCheckpointRow,
     "restart": RoutedRestartRow,
     "transition": RoutedTransitionRow,
+    "artifact": RoutedArtifactRow,
+    "progress": RoutedProgressRow,
 }

@@ -14,10 +14,11 @@ Differences from the Go structs, each deliberate:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .codec import SCHEMA_VERSION
+from .codec import SCHEMA_VERSION, marshal_canonical
 from .enums import (
     AdmissionOutcome,
     AttemptStatus,
@@ -36,7 +37,9 @@ from .enums import (
     ServiceStatus,
     WorkflowStatus,
 )
+from .errors import InvalidArgument
 from .ids import (
+    ArtifactID,
     AttemptID,
     CheckpointID,
     ChildBatchID,
@@ -364,6 +367,98 @@ class SemanticCheckpoint:
     checkpoint_digest: str
     artifact_meta_digest: str
     sequence: int
+    node_id: NodeID | None = None
+    created_at: Nanos = 0
+    schema_version: str = SCHEMA_VERSION
+
+    def compute_digest(self) -> str:
+        """SHA-256 hex of the canonical semantic content (Go ``ComputeDigest``): phase,
+        completed and remaining work, last committed action, safe-to-resume and the
+        artifact references, as sorted-key JSON. IDs, sequence and times are not
+        content: the same work resumed under another attempt digests the same."""
+        content = {
+            "phase": self.phase,
+            "completed_work": list(self.completed_work),
+            "remaining_work": list(self.remaining_work),
+            "last_committed_action": self.last_committed_action,
+            "safe_to_resume": self.safe_to_resume,
+            "artifact_references": list(self.artifact_references),
+        }
+        return hashlib.sha256(marshal_canonical(content)).hexdigest()
+
+    def verify_digest(self) -> None:
+        """``InvalidArgument`` unless the stored digest is non-empty and matches."""
+        if not self.checkpoint_digest or self.checkpoint_digest != self.compute_digest():
+            raise InvalidArgument(f"checkpoint {self.checkpoint_id} digest is empty or wrong")
+
+
+# -- the artifact workspace and attempt progress (issue 17) ---------------------------
+@dataclass(frozen=True)
+class ArtifactMetadata:
+    """An accepted artifact: a file beneath its run's workspace, hashed as opened.
+    ``attempt_id`` accepted it last; ``creating_attempt`` first."""
+
+    artifact_id: ArtifactID
+    run_id: RunID
+    attempt_id: AttemptID
+    relative_path: str
+    byte_size: int
+    digest: str  # SHA-256 hex
+    media_type: str
+    creating_attempt: AttemptID
+    updated_at: Nanos = 0
+    schema_version: str = SCHEMA_VERSION
+
+
+def artifact_meta_digest(artifacts: tuple[ArtifactMetadata, ...] | list[ArtifactMetadata]) -> str:
+    """SHA-256 hex over the path, digest and size of each artifact, by path: what a
+    checkpoint's ``artifact_meta_digest`` binds (content by digest, not the IDs)."""
+    content = sorted(
+        ({"path": a.relative_path, "digest": a.digest, "size": a.byte_size} for a in artifacts),
+        key=lambda a: str(a["path"]),
+    )
+    return hashlib.sha256(marshal_canonical(content)).hexdigest()
+
+
+@dataclass(frozen=True)
+class AttemptProgress:
+    """The live progress of an attempt, as the tailer last ingested it from the
+    journal: ``last_sequence`` is the journal's last verified event. ``journal_error``
+    is set once, on the first journal error (and ``resume_capability`` is then NONE)."""
+
+    attempt_id: AttemptID
+    run_id: RunID
+    last_phase: str
+    last_heartbeat: Nanos
+    last_sequence: int
+    latest_checkpoint_id: CheckpointID | None = None
+    resume_capability: ResumeCapability | None = None
+    journal_error: str | None = None
+    schema_version: str = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ResumeCheckpointData:
+    """What a resumed attempt's harness is given (never the trigger payload): the
+    checkpoint's semantic fields and the metadata of the artifacts it references, with
+    the run's policy and image digests when it was taken, which
+    ``validate_resume_checkpoint`` compares with the resuming attempt's."""
+
+    checkpoint_id: CheckpointID
+    source_attempt_id: AttemptID
+    run_id: RunID
+    workflow_id: WorkflowID
+    phase: str
+    completed_work: tuple[str, ...]
+    remaining_work: tuple[str, ...]
+    artifact_references: tuple[str, ...]
+    last_committed_action: str
+    checkpoint_digest: str
+    artifact_meta_digest: str
+    resume_reason: ResumeReason
+    policy_digest: str
+    image_digest: str
+    artifacts: tuple[ArtifactMetadata, ...] = ()
     node_id: NodeID | None = None
     created_at: Nanos = 0
     schema_version: str = SCHEMA_VERSION

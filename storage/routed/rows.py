@@ -44,6 +44,8 @@ TABLES: tuple[str, ...] = (
     "checkpoint",
     "restart",
     "transition",
+    "artifact",
+    "progress",
 )
 
 

@@ -38,6 +38,8 @@ from .migrate import MigrationRegistry, default_registry
 from .records import (
     ActiveTimeLedger,
     AliasRecord,
+    ArtifactMetadata,
+    AttemptProgress,
     AttemptRecord,
     ChildBatch,
     ChildResult,
@@ -244,6 +246,27 @@ class RoutedStore:
 
     def get_latest_checkpoint(self, attempt_id: AttemptID) -> SemanticCheckpoint:
         return self.view(lambda r: r.get_latest_checkpoint(attempt_id))
+
+    # -- artifacts and progress (issue 17) --------------------------------------------------
+    def accept_artifact(self, meta: ArtifactMetadata) -> Stored[ArtifactMetadata]:
+        return self.transact(lambda r: r.accept_artifact(meta))
+
+    def list_artifacts(self, run_id: RunID) -> list[ArtifactMetadata]:
+        return self.view(lambda r: r.list_artifacts(run_id))
+
+    def save_attempt_progress(self, progress: AttemptProgress) -> AttemptProgress:
+        return self.transact(lambda r: r.save_attempt_progress(progress))
+
+    def get_attempt_progress(self, attempt_id: AttemptID) -> AttemptProgress:
+        return self.view(lambda r: r.get_attempt_progress(attempt_id))
+
+    def ingest_progress(
+        self, progress: AttemptProgress, checkpoint: SemanticCheckpoint | None
+    ) -> AttemptProgress:
+        return self.transact(lambda r: r.ingest_progress(progress, checkpoint))
+
+    def mark_progress_invalid(self, attempt_id: AttemptID, reason: str) -> AttemptProgress:
+        return self.transact(lambda r: r.mark_progress_invalid(attempt_id, reason))
 
     # -- WorkflowStore -------------------------------------------------------------------
     def create_workflow(self, wf: WorkflowRecord) -> Stored[WorkflowRecord]:

@@ -106,6 +106,9 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.migrations", 3),
     ("storage.artifacts", 3),
     ("storage.runs", 3),
+    # Issue 17's file mechanisms sit with the routed runs, above their store.
+    ("storage.routed.paths", 3),
+    ("storage.routed.workspace", 3),
     ("storage.routed", 3),
     ("storage.apps", 3),
     ("storage.ops", 4),

@@ -34,6 +34,7 @@ from ..records import LimitAmendment, Stored, WorkflowRecord
 from ..transitions import is_terminal
 from .base import check_text
 from .control import ControlRules, TransitionCommand
+from .progress import ProgressRules
 from .specs import AMENDMENT, RUN, TRANSITION, WORKFLOW, TransitionRecord, amendment_key
 
 
@@ -47,7 +48,7 @@ def _decimal(name: str, text: str) -> Decimal:
     return value
 
 
-class RoutedRules(ControlRules):
+class RoutedRules(ControlRules, ProgressRules):
     def append_limit_amendment(
         self,
         workflow_id: WorkflowID,

@@ -11,10 +11,9 @@ lease is gone, as in the contract.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import secrets
 
-from ..codec import check_record, marshal_canonical
+from ..codec import check_record
 from ..enums import (
     AttemptStatus,
     FailureReason,
@@ -61,20 +60,11 @@ _MS = 1_000_000
 
 def checkpoint_digest(cp: SemanticCheckpoint) -> str:
     """SHA-256 of the canonical semantic content (the spec's ``ComputeDigest``)."""
-    content = {
-        "phase": cp.phase,
-        "completed_work": list(cp.completed_work),
-        "remaining_work": list(cp.remaining_work),
-        "last_committed_action": cp.last_committed_action,
-        "safe_to_resume": cp.safe_to_resume,
-        "artifact_references": list(cp.artifact_references),
-    }
-    return hashlib.sha256(marshal_canonical(content)).hexdigest()
+    return cp.compute_digest()
 
 
 def verify_checkpoint_digest(cp: SemanticCheckpoint) -> None:
-    if not cp.checkpoint_digest or cp.checkpoint_digest != checkpoint_digest(cp):
-        raise InvalidArgument(f"checkpoint {cp.checkpoint_id} digest is empty or wrong")
+    cp.verify_digest()
 
 
 class RunRules(DeploymentRules):

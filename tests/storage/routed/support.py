@@ -20,7 +20,7 @@ from storage.routed.records import (
     SemanticCheckpoint,
     Stored,
 )
-from storage.routed.rows import Row
+from storage.routed.rows import TABLES, Row
 from storage.routed.rules import Admission, RoutedRules, checkpoint_digest, input_digest
 from storage.routed.rules.base import Spec
 from storage.routed.store import RoutedStore
@@ -154,3 +154,11 @@ def probe(routed: RoutedStore, body: Any) -> Any:
     with contextlib.suppress(Rollback):
         routed.transact(run)
     return box[0]
+
+
+def snapshot(routed: RoutedStore) -> dict[str, list[tuple[str, str, int]]]:
+    """Every routed row (key, body, generation) by table: equal before and after a
+    refused call proves it recorded nothing."""
+    return routed.view(
+        lambda r: {t: [(x.key, x.body, x.generation) for x in r.rows.scan(t)] for t in TABLES}
+    )

@@ -34,19 +34,13 @@ from storage.routed.records import (
     PipelineNode,
     Stored,
 )
-from storage.routed.rows import TABLES
 from storage.routed.rules import RoutedRules
 from storage.routed.rules import specs as S
 from storage.routed.store import RoutedStore
 
 from .support import admit, deployment, first_attempt, force, probe, setup_deployment
+from .support import snapshot as bodies
 from .test_transitions import SPEC
-
-
-def bodies(routed: RoutedStore) -> dict[str, list[tuple[str, str, int]]]:
-    return routed.view(
-        lambda r: {t: [(x.key, x.body, x.generation) for x in r.rows.scan(t)] for t in TABLES}
-    )
 
 
 def _service(wf_id: Any) -> MCPServiceBinding:
