@@ -109,6 +109,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     # Issue 17's file mechanisms sit with the routed runs, above their store.
     ("storage.routed.paths", 3),
     ("storage.routed.workspace", 3),
+    ("storage.routed.journal", 3),
+    ("storage.routed.progress", 3),
     ("storage.routed", 3),
     ("storage.apps", 3),
     ("storage.ops", 4),
