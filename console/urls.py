@@ -9,6 +9,7 @@ from console.operate import views as operate
 from console.runs import views as runs
 from console.runtime import artifacts
 from console.runtime import views as runtime
+from console.triage import views as triage
 from console.works import views as works
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
@@ -24,6 +25,7 @@ urlpatterns = [
         name="bulk_action",
     ),
     path("actions/bulk/review", bulk.bulk_review, name="bulk_review"),
+    path("errors", triage.error_groups, name="errors"),
     path("events", events.event_list, name="events"),
     path("events/<path:event_id>", events.event_detail, name="event_detail"),
     path("executions", runtime.executions, name="executions"),

@@ -38,6 +38,7 @@ from .errors import (
     Unavailable,
 )
 from .meaning.query import select_facets, select_works
+from .meaning.triage import error_key
 from .readonly import read_only, view
 from .records import (
     LIVE_EXECUTION_STATES,
@@ -52,6 +53,7 @@ from .records import (
     Buckets,
     CancelToken,
     CorrelationKey,
+    ErrorGroup,
     Event,
     Execution,
     ExecutionState,
@@ -96,6 +98,7 @@ __all__ = [
     "Conflict",
     "CorrelationKey",
     "Corrupt",
+    "ErrorGroup",
     "Event",
     "Execution",
     "ExecutionState",
@@ -130,6 +133,7 @@ __all__ = [
     "WorkOrder",
     "WorkQuery",
     "WorkState",
+    "error_key",
     "from_ns",
     "read_only",
     "seconds",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 from .records import (
     Buckets,
     CorrelationKey,
+    ErrorGroup,
     Event,
     Execution,
     Guard,
@@ -164,6 +165,9 @@ class Tx(Protocol):
         ...
 
     def count_exhausted(self, query: WorkQuery) -> int: ...
+    def error_groups(self, query: WorkQuery, limit: int = 0) -> list[ErrorGroup]:
+        """The error groups of ``query``'s failed and exhausted Work, largest first."""
+        ...
 
     # Executions -----------------------------------------------------------------
     def put_execution(self, execution: Execution) -> Execution: ...

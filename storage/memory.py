@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 
 from . import codec
 from .clock import wall_clock
-from .meaning import series
+from .meaning import series, triage
 from .meaning.events import EventScan
 from .meaning.query import select_facets, select_works
 from .records import (
     SCHEMA_VERSION,
     Buckets,
     CorrelationKey,
+    ErrorGroup,
     Event,
     Execution,
     Guard,
@@ -212,13 +213,8 @@ class MemoryTx(BaseTx):
         attempts = self._list("execution")
         return series.select_started(since, before, scope_ids, limit, attempts, scope_of)
 
-    def _exhausted_works(self, query: WorkQuery) -> list[Work]:
-        return series.select_exhausted(
-            query, self._list("work"), self._list("execution"), self._list("timer")
-        )
-
-    def _count_exhausted(self, query: WorkQuery) -> int:
-        return len(self._exhausted_works(WorkQuery(**_filters(query))))
+    def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
+        return triage.select_error_groups(query, self._list("work"))
 
     def _kv_get(self, namespace: str, key: str) -> bytes | None:
         return self.state.kv.get((namespace, key))
@@ -261,6 +257,8 @@ def _filters(query: WorkQuery) -> dict[str, Any]:
         "updated_since": query.updated_since,
         "scope_ids": query.scope_ids,
         "updated_before": query.updated_before,
+        "exhausted": query.exhausted,
+        "error_group": query.error_group,
     }
 
 

@@ -28,6 +28,12 @@ def _live(table: Table) -> Q:
     return Q(state=values[0]) if len(values) == 1 else Q(state__in=values)
 
 
+# The rows of the triage indexes (``Work.exhausted``, ``Work.error_group``). The reads
+# filter with these same Q objects, so each engine sees the index's own condition.
+EXHAUSTED_ROWS = Q(exhausted=True)
+GROUPED_ROWS = ~Q(error_group="")
+
+
 class JsonNanos(Func):
     """A record time (nanoseconds) read from ``data``'s JSON, for expression indexes."""
 
@@ -92,6 +98,9 @@ class WorkRow(_Row):
     state = models.CharField(max_length=16)
     source = models.CharField(max_length=255)
     latest_executor = models.CharField(max_length=255)
+    # The triage marks (``Work.exhausted``, ``Work.error_group``), kept at commit.
+    exhausted = models.BooleanField(default=False)
+    error_group = models.CharField(max_length=255, default="")
     created_ns = models.BigIntegerField()
     updated_ns = models.BigIntegerField()
     revision = models.BigIntegerField()
@@ -114,10 +123,37 @@ class WorkRow(_Row):
             models.Index(
                 fields=["latest_executor", "created_ns", "id"], name="work_executor_created"
             ),
-            # Covers work_facets: one GROUP BY over the five dimensions reads only this.
+            # Covers work_facets: one GROUP BY over the seven dimensions reads only this.
             models.Index(
-                fields=["state", "kind", "source", "scope_id", "latest_executor"],
-                name="work_facets",
+                fields=[
+                    "state",
+                    "kind",
+                    "source",
+                    "scope_id",
+                    "latest_executor",
+                    "exhausted",
+                    "error_group",
+                ],
+                name="work_facets_triage",
+            ),
+            # The triage selections hold few of the Work: partial indexes of just those
+            # rows, in each list order, so their pages and counts cost what they select.
+            models.Index(
+                fields=["created_ns", "id"], name="work_exhausted_created", condition=EXHAUSTED_ROWS
+            ),
+            models.Index(
+                fields=["updated_ns", "id"], name="work_exhausted_updated", condition=EXHAUSTED_ROWS
+            ),
+            models.Index(
+                fields=["error_group", "created_ns", "id"],
+                name="work_group_created",
+                condition=GROUPED_ROWS,
+            ),
+            # Covers error_groups: the GROUP BY over grouped Work reads only this.
+            models.Index(
+                fields=["error_group", "kind", "state", "exhausted", "updated_ns"],
+                name="work_error_groups",
+                condition=GROUPED_ROWS,
             ),
             models.Index(fields=["id"], name="work_live", condition=_live("work")),
             # A Scope dashboard's series: per state, per Scope of the subtree, a range

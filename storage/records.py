@@ -8,8 +8,8 @@ stop at microseconds and the contract orders to the nanosecond. ``storage.clock`
 converts aware datetimes to and from ``Nanos``.
 
 Fields the backend owns (``revision``, ``created_at``, ``updated_at``,
-``latest_executor``, an Execution's lease fields and times) are ignored on writes and
-filled in on reads.
+``latest_executor``, ``exhausted``, ``error_group``, an Execution's lease fields and
+times) are ignored on writes and filled in on reads.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ Nanos = int
 JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 
 # Record format: bumped with every change to a stored field (see tests/storage/
-# test_record_fields.py). 2 added Event.actor, 3 Binding.pass_env, 4 the Event scope.
-RECORD_FORMAT = 4
+# test_record_fields.py). 2 added Event.actor, 3 Binding.pass_env, 4 the Event scope,
+# 5 Work.exhausted and Work.error_group.
+RECORD_FORMAT = 5
 SCHEMA_VERSION = 1
 
 
@@ -105,6 +106,13 @@ class Work:
     context: Payload | None = None
     # Backend-owned fields: ignored on write.
     latest_executor: str = ""
+    # Kept by storage at every commit that touches the Work, its attempts or its
+    # Timers (``storage.meaning.triage``), so the triage selections are an indexed
+    # column, not a probe per ready Work. Exhausted: ready, has had an attempt, no live
+    # attempt and no Timer: nothing runs it again until an operator retries it. The
+    # error group: the normalised message of the latest attempt when it failed.
+    exhausted: bool = False
+    error_group: str = ""
     revision: int = 0
     created_at: Nanos = 0
     updated_at: Nanos = 0
@@ -356,6 +364,10 @@ class WorkQuery:
     # [updated_since, updated_before) is one time bucket of a series.
     scope_ids: frozenset[str] = frozenset()
     updated_before: Nanos | None = None
+    # The triage selections (``Work.exhausted``, ``Work.error_group``): only exhausted
+    # Work; only Work in this error group.
+    exhausted: bool = False
+    error_group: str = ""
     order: WorkOrder = WorkOrder.CREATED_DESC
     after: WorkKey | None = None
     limit: int = 0
@@ -376,6 +388,25 @@ class WorkFacets:
     source: Mapping[str, int]
     scope: Mapping[str, int]
     executor: Mapping[str, int]
+    # How many of the query's Work are exhausted, and the Work per error group (a Work
+    # whose latest attempt did not fail counts under "").
+    exhausted: int = 0
+    error_group: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorGroup:
+    """Failed or exhausted Work sharing one error group (``Work.error_group``): how
+    many, how many of each kind and of each of the two states, and the first and last
+    update time among them (when they failed or went idle)."""
+
+    key: str
+    count: int
+    kinds: Mapping[str, int]
+    failed: int
+    exhausted: int
+    first_seen: Nanos
+    last_seen: Nanos
 
 
 # The most buckets one series read may ask for: a chart's worth, never a table scan

@@ -168,6 +168,9 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
         "attempts_url": links.attempts(b.start, b.end),
         "events_url": links.events(b.start, b.end),
         "waiting_url": links.works(WorkState.READY, WorkState.WAITING, sort=WorkOrder.UPDATED_ASC),
+        # The stuck longest first, as the dashboard's own list of them.
+        "exhausted_url": links.works(exhausted=True, sort=WorkOrder.UPDATED_ASC),
+        "errors_url": reverse("errors") + (f"?within={d.scope.id}" if d.scope else ""),
     }
 
 

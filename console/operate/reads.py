@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from console.attempts import LastTry, last_try, read_last_tries
 from console.polling import read
-from storage import Execution, NotFound, Timer, Tx, Wait, WaitState, Work
+from storage import Execution, NotFound, Timer, Tx, Wait, WaitState, Work, WorkState
 from storage.ops.control import cancel_refusal, next_attempt, retry_refusal
 from storage.ops.manual import Action
 
@@ -49,12 +49,25 @@ def read_action_preview(work_id: str, action: Action) -> ActionPreview:
     return read(build)
 
 
-def bulk_refusal(action: Action, work: Work, live: set[str]) -> str:
-    """Why ``action`` does not apply to ``work`` ("" when it does); ``live`` holds the
-    IDs of Work with a live attempt (read once for a whole bulk action)."""
+# Why a bulk retry skips Work in backoff (ready, idle, a Timer will run it): a retry
+# removes the Work's Timers (``storage.ops.control.retry_work``), so sweeping it in
+# would replace the runtime's own schedule. One Work's page still retries it.
+BACKOFF = (
+    "in backoff: a retry Timer will run it; a bulk retry leaves it and its Timer alone "
+    "(retry it from its own page to run it now)"
+)
+
+
+def bulk_refusal(tx: Tx, action: Action, work: Work, live: set[str]) -> str:
+    """Why ``action`` does not apply to ``work`` in a bulk action ("" when it does);
+    ``live`` holds the IDs of Work with a live attempt (read once for the action).
+    Ready, idle Work that is not exhausted costs one probe of its Timers."""
     if action is Action.CANCEL:
         return cancel_refusal(work)
-    return retry_refusal(work, 1 if work.id in live else 0)
+    why = retry_refusal(work, 1 if work.id in live else 0)
+    if not why and work.state is WorkState.READY and not work.exhausted and tx.timers(work.id):
+        return BACKOFF
+    return why
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +96,7 @@ def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
         live = {x.work_id for x in tx.live_executions()} if action is Action.RETRY else set()
         eligible = []
         for work in works:
-            why = bulk_refusal(action, work, live)
+            why = bulk_refusal(tx, action, work, live)
             if why:
                 excluded.append((work.id, work, why))
             else:

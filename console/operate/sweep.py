@@ -35,6 +35,7 @@ WORDS = (
     ("within", "within scope {} and its children"),
     ("parent", "child of {}"),
     ("executor", "executor {}"),
+    ("error", "error group “{}”"),
     ("since", "updated since {}"),
     ("until", "updated before {}"),
 )
@@ -86,6 +87,8 @@ def describe(f: WorkFilter) -> str:
         parts.append("state " + " or ".join(s.value for s in f.states))
     if f.sources:
         parts.append("source " + " or ".join(f.sources))
+    if f.exhausted:
+        parts.append("retries exhausted")
     parts += [words.format(getattr(f, name)) for name, words in WORDS if getattr(f, name)]
     return "Every Work with " + ", ".join(parts) if parts else "Every Work"
 
@@ -176,7 +179,7 @@ def _scan(
             if through is not None and (row_key.time, row_key.id) > (through.time, through.id):
                 return key, scanned
             key, scanned = row_key, scanned + 1
-            why = bulk_refusal(action, work, live)
+            why = bulk_refusal(tx, action, work, live)
             if why:
                 excluded.append((work.id, work, why))
             else:

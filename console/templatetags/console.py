@@ -209,6 +209,7 @@ _SECTIONS = {
     "cancel_work": "work",
     "retry_work": "work",
     "bulk_action": "work",
+    "errors": "errors",
     "events": "events",
     "event_detail": "events",
     "executions": "executions",

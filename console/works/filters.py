@@ -2,9 +2,11 @@
 
 Every filter lives in the query string so any view can be bookmarked and shared:
 ``state`` and ``source`` repeat, ``scope``, ``within`` (a Scope and its descendants),
-``kind``, ``parent``, ``executor``, ``since`` and ``until`` (updated in [since,
-until)) appear once, ``sort`` and ``size`` choose the order and page size, and
-``after`` / ``before`` carry a WorkKey as ``<time ns>.<Work ID>``.
+``kind``, ``parent``, ``executor``, ``error`` (an error group), ``since`` and
+``until`` (updated in [since, until)) appear once, ``is=exhausted`` keeps only
+exhausted Work, ``sort`` and ``size`` choose the order and page size, and
+``after`` / ``before`` carry a WorkKey as ``<time ns>.<Work ID>``. The search box
+takes the same as qualifiers (``is:exhausted``, ``error:"db down at <n>"``).
 """
 
 from __future__ import annotations
@@ -44,16 +46,33 @@ REVERSED = {
     WorkOrder.UPDATED_DESC: WorkOrder.UPDATED_ASC,
     WorkOrder.UPDATED_ASC: WorkOrder.UPDATED_DESC,
 }
-QUALIFIERS = ("state", "kind", "scope", "within", "source", "executor", "parent", "since", "until")
+QUALIFIERS = (
+    "state",
+    "kind",
+    "scope",
+    "within",
+    "source",
+    "executor",
+    "parent",
+    "error",
+    "is",
+    "since",
+    "until",
+)
 # The single-valued text filters, in their canonical URL order.
-TEXT_FILTERS = ("scope", "within", "kind", "parent", "executor")
+TEXT_FILTERS = ("scope", "within", "kind", "parent", "executor", "error")
+# The values ``is`` takes (``is=exhausted``, ``is:exhausted``).
+IS_VALUES = ("exhausted",)
 FACET_DIMENSIONS = (
     ("state", "State"),
     ("kind", "Kind"),
     ("source", "Source"),
     ("scope", "Scope"),
     ("executor", "Executor"),
+    ("error", "Error group"),
 )
+# The WorkFacets field of a dimension named otherwise in the URL.
+FACET_FIELDS = {"error": "error_group"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +84,8 @@ class WorkFilter:
     parent: str = ""
     sources: tuple[str, ...] = ()
     executor: str = ""
+    error: str = ""  # an error group key (storage.error_key)
+    exhausted: bool = False  # is=exhausted
     since: str = ""  # as typed, so a relative "15m" stays relative in a bookmark
     since_ns: int | None = None
     until: str = ""  # updated strictly before; typed like since
@@ -92,6 +113,8 @@ class WorkFilter:
             updated_since=self.since_ns,
             scope_ids=scope_ids,
             updated_before=self.until_ns,
+            exhausted=self.exhausted,
+            error_group=self.error,
             order=REVERSED[self.sort] if reverse else self.sort,
             after=after,
             limit=limit,
@@ -103,6 +126,7 @@ class WorkFilter:
         return bool(
             self.states
             or self.sources
+            or self.exhausted
             or any(getattr(self, n) for n in (*TEXT_FILTERS, *TIME_FILTERS))
         )
 
@@ -110,6 +134,8 @@ class WorkFilter:
         """Canonical query parameters, defaults left out."""
         out = [("state", s.value) for s in self.states]
         out += [("source", s) for s in self.sources]
+        if self.exhausted:
+            out.append(("is", "exhausted"))
         for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
@@ -134,6 +160,8 @@ class WorkFilter:
             return replace(
                 self, sources=self.sources if value in self.sources else (*self.sources, value)
             )
+        if name == "is":
+            return replace(self, exhausted=True)
         changes: dict[str, Any] = {name: value}
         return replace(self, **changes)
 
@@ -142,6 +170,8 @@ class WorkFilter:
             return replace(self, states=tuple(s for s in self.states if s.value != value))
         if name == "source":
             return replace(self, sources=tuple(s for s in self.sources if s != value))
+        if name == "is":
+            return replace(self, exhausted=False)
         if name in TIME_FILTERS:
             return replace(self, **cleared(name, timed=True))
         return replace(self, **cleared(name))
@@ -152,6 +182,8 @@ class WorkFilter:
             ("state", s.value, self.without("state", s.value).querystring()) for s in self.states
         ]
         chips += [("source", s, self.without("source", s).querystring()) for s in self.sources]
+        if self.exhausted:
+            chips.append(("is", "exhausted", self.without("is").querystring()))
         for name in (*TEXT_FILTERS, *TIME_FILTERS):
             value = getattr(self, name)
             if value:
@@ -199,6 +231,14 @@ def _states(values: Sequence[str], errors: dict[str, str]) -> tuple[WorkState, .
     return tuple(s for s in STATE_ORDER if s in chosen)
 
 
+def _is(values: Sequence[str], errors: dict[str, str], name: str = "is") -> bool:
+    """Whether ``is=exhausted`` was given; any other value is noted in ``errors``."""
+    for value in (v.strip().lower() for v in values):
+        if value and value not in IS_VALUES:
+            errors[name] = f"Unknown is:{value}; use is:{' or is:'.join(IS_VALUES)}."
+    return any(v.strip().lower() == "exhausted" for v in values)
+
+
 def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
     """Read a WorkFilter from query parameters; raise FilterError naming each bad one."""
     errors: dict[str, str] = {}
@@ -218,9 +258,18 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
         except ValueError:
             errors["sort"] = "Unknown sort order."
     size = parse_size(data, errors)
+    exhausted = _is(data.getlist("is"), errors)
     if errors:
         raise FilterError(errors)
-    return WorkFilter(states=states, sources=tuple(sources), sort=sort, size=size, **texts, **times)
+    return WorkFilter(
+        states=states,
+        sources=tuple(sources),
+        exhausted=exhausted,
+        sort=sort,
+        size=size,
+        **texts,
+        **times,
+    )
 
 
 def parse_search(q: str) -> Search:
@@ -253,6 +302,8 @@ def apply_search(base: WorkFilter, search: Search, now_ns: int | None = None) ->
         f = f.with_value("state", state.value)
     for source in search.qualifiers.get("source", []):
         f = f.with_value("source", text("q", source, errors))
+    if _is(search.qualifiers.get("is", []), errors, "q"):
+        f = replace(f, exhausted=True)
     for name in TEXT_FILTERS:
         values = search.qualifiers.get(name)
         if values:
@@ -292,10 +343,16 @@ def listing_links(
 
 def facet_entries(f: WorkFilter, facets: WorkFacets) -> list[dict[str, Any]]:
     """Each facet dimension's values with their counts, each a link narrowing ``f``;
-    states in their lifecycle order, the others most frequent first."""
-    out = []
+    states in their lifecycle order, the others most frequent first. The exhausted
+    count comes first, as its own dimension: it is where an operator starts."""
+    out = [_triage_entry(f, facets)] if facets.exhausted or f.exhausted else []
     for name, label in FACET_DIMENSIONS:
-        counts: Mapping[str, int] = getattr(facets, name)
+        counts: Mapping[str, int] = getattr(facets, FACET_FIELDS.get(name, name))
+        if name == "error":
+            # Work whose latest attempt did not fail has no group: not a value to pick.
+            counts = {k: n for k, n in counts.items() if k}
+            if not counts:
+                continue
         items: list[tuple[str, int]]
         if name == "state":
             items = [(s.value, counts[s.value]) for s in STATE_ORDER if s.value in counts]
@@ -312,6 +369,16 @@ def facet_entries(f: WorkFilter, facets: WorkFacets) -> list[dict[str, Any]]:
         ]
         out.append({"name": name, "label": label, "entries": entries})
     return out
+
+
+def _triage_entry(f: WorkFilter, facets: WorkFacets) -> dict[str, Any]:
+    entry = {
+        "value": "exhausted",
+        "count": facets.exhausted,
+        "url": f.with_value("is", "exhausted").querystring(),
+        "active": f.exhausted,
+    }
+    return {"name": "is", "label": "Needs an operator", "entries": [entry]}
 
 
 def _active(f: WorkFilter, name: str, value: str) -> bool:
@@ -334,6 +401,7 @@ def filter_form(f: WorkFilter) -> dict[str, Any]:
     return {
         "states": {s.value for s in f.states},
         "sources": list(f.sources),
+        "exhausted": f.exhausted,
         **{name: getattr(f, name) for name in (*TEXT_FILTERS, *TIME_FILTERS)},
         "sort": f.sort.value,
         "size": f.size,
@@ -345,6 +413,7 @@ def raw_form(data: QueryDict) -> dict[str, Any]:
     return {
         "states": set(data.getlist("state")),
         "sources": [s for s in data.getlist("source") if s],
+        "exhausted": "exhausted" in data.getlist("is"),
         **{name: data.get(name, "") for name in (*TEXT_FILTERS, *TIME_FILTERS)},
         "sort": data.get("sort", ""),
         "size": data.get("size", ""),

@@ -18,6 +18,8 @@ def check_query(query: WorkQuery) -> None:
         raise Invalid(f"limit must be 0 (no limit) or positive, not {query.limit}")
     if isinstance(query.scope_ids, str):  # type: ignore[unreachable]  # untyped callers
         raise Invalid("WorkQuery.scope_ids takes a set of Scope IDs, not a string")
+    if not isinstance(query.error_group, str):
+        raise Invalid("WorkQuery.error_group takes one error group key")
 
 
 def matches(query: WorkQuery, work: Work) -> bool:
@@ -32,6 +34,8 @@ def matches(query: WorkQuery, work: Work) -> bool:
         and (query.updated_since is None or work.updated_at >= query.updated_since)
         and (not query.scope_ids or work.scope_id in query.scope_ids)
         and (query.updated_before is None or work.updated_at < query.updated_before)
+        and (not query.exhausted or work.exhausted)
+        and (not query.error_group or work.error_group == query.error_group)
     )
 
 
@@ -69,4 +73,6 @@ def select_facets(query: WorkQuery, works: Iterable[Work]) -> WorkFacets:
         source=dict(Counter(w.source for w in chosen)),
         scope=dict(Counter(w.scope_id for w in chosen)),
         executor=dict(Counter(w.latest_executor for w in chosen)),
+        exhausted=sum(1 for w in chosen if w.exhausted),
+        error_group=dict(Counter(w.error_group for w in chosen)),
     )

@@ -15,14 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import FullResultSet
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 
 from .. import codec
 from ..meaning.events import EventScan
 from ..meaning.series import series_states
-from ..models import EventRow, ExecutionRow, JsonNanos, TimerRow, WorkRow
+from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
 from ..records import (
     Buckets,
+    ErrorGroup,
     Event,
     Execution,
     Nanos,
@@ -34,7 +35,6 @@ from ..records import (
 )
 from ..runs.query import RunRow
 from ..runs.records import RunQuery
-from ..tables import live_values
 from ..tx import BaseTx
 from . import schema
 from .dialect import Dialect
@@ -112,6 +112,10 @@ class OrmReads(BaseTx):
             qs = qs.filter(scope_id__in=sorted(q.scope_ids))
         if q.updated_before is not None:
             qs = qs.filter(updated_ns__lt=q.updated_before)
+        if q.exhausted:
+            qs = qs.filter(EXHAUSTED_ROWS)
+        if q.error_group:
+            qs = qs.filter(GROUPED_ROWS, error_group=q.error_group)
         return qs
 
     def _query_works(self, query: WorkQuery) -> list[Work]:
@@ -136,17 +140,32 @@ class OrmReads(BaseTx):
         return self._filtered(query).count()
 
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
-        # One GROUP BY over all five dimensions, answered from the work_facets covering
-        # index (COUNT(*), not COUNT(id), so no table row is read), then folded per
-        # dimension: the combinations are few even when the Work are many.
-        columns = ("state", "kind", "source", "scope_id", "latest_executor")
-        rows = self._filtered(query).order_by().values_list(*columns).annotate(n=Count("*"))
+        # One GROUP BY over all seven dimensions, answered from the work_facets_triage
+        # covering index (COUNT(*), not COUNT(id), so no table row is read), then
+        # folded per dimension: the combinations are few even when the Work are many.
+        columns = ("state", "kind", "source", "scope_id", "latest_executor", "error_group")
+        rows = (
+            self._filtered(query)
+            .order_by()
+            .values_list(*columns, "exhausted")
+            .annotate(n=Count("*"))
+        )
         folded: list[Counter[str]] = [Counter() for _ in columns]
-        for *values, n in rows:
+        exhausted = 0
+        for *values, is_exhausted, n in rows:
             for counter, value in zip(folded, values, strict=True):
                 counter[value] += n
-        state, kind, source, scope, executor = (dict(c) for c in folded)
-        return WorkFacets(state=state, kind=kind, source=source, scope=scope, executor=executor)
+            exhausted += n if is_exhausted else 0
+        state, kind, source, scope, executor, group = (dict(c) for c in folded)
+        return WorkFacets(
+            state=state,
+            kind=kind,
+            source=source,
+            scope=scope,
+            executor=executor,
+            exhausted=exhausted,
+            error_group=group,
+        )
 
     # -- event scans ----------------------------------------------------------------
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
@@ -338,22 +357,26 @@ class OrmReads(BaseTx):
         rows = self._column(sql, [since, before, *params])
         return [codec.decode(Execution, d) for d in rows]
 
-    def _exhausted(self, query: WorkQuery) -> QuerySet[WorkRow]:
-        # Ready Work is live (the state index's range); each candidate costs three
-        # index probes: any attempt, a live attempt, a live Timer.
-        attempts = ExecutionRow.objects.using(self.alias).filter(work_id=OuterRef("id"))
-        live = attempts.filter(state__in=live_values("execution"))
-        timers = TimerRow.objects.using(self.alias).filter(work_id=OuterRef("id"), live=True)
-        return (
+    def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
+        # One GROUP BY (group, kind, state) over the work_error_groups covering index,
+        # which holds only grouped Work, folded per group: cost follows the failed and
+        # exhausted Work, whatever else the table holds.
+        rows = (
             self._filtered(query)
-            .filter(state="ready")
-            .filter(Exists(attempts))
-            .exclude(Exists(live))
-            .exclude(Exists(timers))
+            .filter(GROUPED_ROWS)
+            .filter(Q(state="failed") | EXHAUSTED_ROWS)
+            .order_by()
+            .values_list("error_group", "kind", "state")
+            .annotate(n=Count("*"), first=Min("updated_ns"), last=Max("updated_ns"))
         )
-
-    def _exhausted_works(self, query: WorkQuery) -> list[Work]:
-        return self._page(self._exhausted(query), query)
-
-    def _count_exhausted(self, query: WorkQuery) -> int:
-        return self._exhausted(query).count()
+        folded: dict[str, list[Any]] = {}
+        for key, kind, state, n, first, last in rows:
+            g = folded.setdefault(key, [Counter(), 0, 0, first, last])
+            g[0][kind] += n
+            g[1 if state == "failed" else 2] += n
+            g[3], g[4] = min(g[3], first), max(g[4], last)
+        groups = [
+            ErrorGroup(key, f + e, dict(kinds), f, e, int(first), int(last))
+            for key, (kinds, f, e, first, last) in folded.items()
+        ]
+        return sorted(groups, key=lambda g: (-g.count, g.key))

@@ -39,6 +39,8 @@ def _work_columns(r: Work, live: bool) -> dict[str, Any]:
         "state": r.state.value,
         "source": r.source,
         "latest_executor": r.latest_executor,
+        "exhausted": r.exhausted,
+        "error_group": r.error_group,
         "created_ns": r.created_at,
         "updated_ns": r.updated_at,
         "revision": r.revision,

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from ..errors import Cancelled, Fenced, Invalid, ReadOnly, TxClosed
+from ..meaning import triage
 from ..records import Execution, ExecutionState, Guard, LeaseRef, Nanos, WaitState, WorkState
 from .rows import Rows
 
@@ -59,6 +61,9 @@ class TxBase(Rows):
         self._registered_waits: list[str] = []
         # Attempts parked by this transaction: the only ones a Wait may join.
         self._parked_here: set[str] = set()
+        # Work whose triage marks this commit settles: True when one of its attempts
+        # changed (its error group may have), False for the Work or a Timer only.
+        self._touched: dict[str, bool] = {}
         # Set by the first write call; commits of dirty transactions bump the store
         # version that lets the console answer "unchanged" without reading records.
         self.dirty = False
@@ -112,8 +117,38 @@ class TxBase(Rows):
             raise Fenced(f"Work {x.work_id} is terminal")
         return x
 
+    def _touch(self, work_id: str, attempt: bool = False) -> None:
+        """Note a Work whose triage marks (``Work.exhausted``, ``error_group``) may
+        have changed, to settle once at commit, whatever order the writes came in."""
+        if work_id:
+            self._touched[work_id] = attempt or self._touched.get(work_id, False)
+
+    def _settle_triage(self) -> None:
+        """Write the marks ``meaning.triage`` gives each touched Work, when they
+        changed. Metadata kept by storage, like ``latest_executor``: no revision bump.
+        A Work not ready costs one read; a ready one two more probes (its latest
+        attempt, which is the only one that can be live, and its live Timers)."""
+        for work_id, attempt in self._touched.items():
+            work = self._get("work", work_id)
+            if work is None:
+                continue
+            ready = work.state is WorkState.READY
+            latest = self._latest_attempt(work_id) if attempt or ready else None
+            group = triage.failure_key(latest) if attempt else work.error_group
+            exhausted = (
+                ready
+                and latest is not None
+                and triage.is_exhausted(work, True, not latest.terminal, False)
+                and not self._list("timer", work_id=work_id, live=True)
+            )
+            if (exhausted, group) != (work.exhausted, work.error_group):
+                self._put("work", replace(work, exhausted=exhausted, error_group=group), False)
+        self._touched.clear()
+
     def before_commit(self) -> None:
-        """Waits must join the transaction that parks their attempt (resolution 19)."""
+        """Waits must join the transaction that parks their attempt (resolution 19);
+        the triage marks of every Work this transaction touched are settled."""
+        self._settle_triage()
         for wait_id in self._registered_waits:
             wait = self._get("wait", wait_id)
             if wait is None or wait.state is not WaitState.ACTIVE:

@@ -1,15 +1,17 @@
 """Dashboard reads: time series of Work, Events and attempts, the attempts behind a
-bucket, and exhausted Work. Their meaning over plain lists is ``storage.meaning.series``.
+bucket, exhausted Work and error groups. Their meaning over plain lists is
+``storage.meaning.series`` and ``storage.meaning.triage``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import Invalid
 from ..meaning import series
 from ..meaning.query import check_query
-from ..records import Buckets, Execution, Nanos, Work, WorkQuery
+from ..records import Buckets, ErrorGroup, Execution, Nanos, Work, WorkQuery
 from . import fields
 from .base import TxBase
 
@@ -59,12 +61,24 @@ class DashboardRules(TxBase):
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """``query``'s Work that is exhausted (ready, has had an attempt, no live
-        attempt, no Timer), in the query's order, paged and limited by it."""
+        attempt, no Timer), in the query's order, paged and limited by it: the
+        ``exhausted`` selection of ``query_works``."""
         self._check()
         check_query(query)
-        return self._exhausted_works(query)
+        return self._query_works(replace(query, exhausted=True))
 
     def count_exhausted(self, query: WorkQuery) -> int:
         self._check()
         check_query(query)
-        return self._count_exhausted(query)
+        return self._count_works(replace(query, exhausted=True))
+
+    def error_groups(self, query: WorkQuery, limit: int = 0) -> list[ErrorGroup]:
+        """The error groups of ``query``'s failed and exhausted Work, the largest first
+        (ties by key), at most ``limit`` (0: all); order, cursor and limit of the query
+        play no part (``triage.select_error_groups``). Served by an index on the group
+        key holding only grouped Work, so the cost follows the grouped Work."""
+        self._check()
+        check_query(query)
+        fields.require_limit(limit)
+        groups = self._error_groups(query)
+        return groups[:limit] if limit else groups

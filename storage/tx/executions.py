@@ -121,6 +121,7 @@ class ExecutionRules(WorkRules):
             updated_at=self._now,
         )
         self._put("execution", stored, create=False)
+        self._touch(stored.work_id, attempt=True)
         if state in PARKED_STATES and current.state not in PARKED_STATES:
             self._parked_here.add(stored.id)
         if executor != current.executor:
@@ -156,6 +157,7 @@ class ExecutionRules(WorkRules):
             updated_at=self._now,
         )
         self._put("execution", stored, create=True)
+        self._touch(work.id, attempt=True)
         # Storage keeps Work.latest_executor; it is metadata, so no Work revision bump.
         if work.latest_executor != executor:
             self._put("work", replace(work, latest_executor=executor), create=False)
@@ -216,6 +218,7 @@ class ExecutionRules(WorkRules):
             updated_at=self._now,
         )
         self._put("execution", stored, create=False)
+        self._touch(work.id, attempt=True)
         if work.state is not WorkState.RUNNING:
             running = replace(
                 work, state=WorkState.RUNNING, revision=work.revision + 1, updated_at=self._now

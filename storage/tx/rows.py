@@ -17,6 +17,7 @@ from ..meaning.events import EventScan
 from ..records import (
     Buckets,
     CorrelationKey,
+    ErrorGroup,
     Event,
     Execution,
     Nanos,
@@ -207,9 +208,6 @@ class Rows(ABC):
         """Attempts first claimed in [since, before), latest first (``select_started``)."""
 
     @abstractmethod
-    def _exhausted_works(self, query: WorkQuery) -> list[Work]:
-        """``query``'s exhausted Work in its order, paged (``select_exhausted``)."""
-
-    @abstractmethod
-    def _count_exhausted(self, query: WorkQuery) -> int:
-        """How many Work ``query``'s filters select that are exhausted."""
+    def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
+        """Every error group of ``query``'s failed and exhausted Work, largest first
+        (``triage.select_error_groups``)."""

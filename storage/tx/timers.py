@@ -50,6 +50,9 @@ class TimerRules(WorkRules, EventRules):
             updated_at=self._now,
         )
         self._put("timer", stored, create=current is None)
+        self._touch(stored.work_id)
+        if current is not None:
+            self._touch(current.work_id)
         return stored
 
     def _current_timer(self, timer_id: str, revision: int) -> Timer:
@@ -84,8 +87,9 @@ class TimerRules(WorkRules, EventRules):
 
     def delete_timer(self, timer_id: str, revision: int) -> None:
         self._writable()
-        self._current_timer(timer_id, revision)
+        timer = self._current_timer(timer_id, revision)
         self._delete_timer(timer_id)
+        self._touch(timer.work_id)
 
     def fire_timer(
         self, timer_id: str, revision: int, next: TimerNext | None = None
@@ -107,6 +111,7 @@ class TimerRules(WorkRules, EventRules):
                 raise Invalid("a rearmed timer needs a new Event identity")
             self._require_unused_identity(next.template)
         stored, _ = self.accept_event(fired)
+        self._touch(timer.work_id)
         if next is None:
             self._delete_timer(timer_id)
         else:

@@ -51,11 +51,14 @@ class WorkRules(TxBase):
                 work,
                 state=state,
                 latest_executor="",
+                exhausted=False,
+                error_group="",
                 revision=1,
                 created_at=self._now,
                 updated_at=self._now,
             )
             self._put("work", stored, create=True)
+            self._touch(work.id)
             self._add_keys(work.id, work.keys, 0)
             return stored
         if current is None:
@@ -82,11 +85,14 @@ class WorkRules(TxBase):
             work,
             state=state,
             latest_executor=current.latest_executor,
+            exhausted=current.exhausted,
+            error_group=current.error_group,
             revision=current.revision + 1,
             created_at=current.created_at,
             updated_at=self._now,
         )
         self._put("work", stored, create=False)
+        self._touch(work.id)
         self._add_keys(work.id, added, len(current.keys))
         return stored
 

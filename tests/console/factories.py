@@ -141,20 +141,46 @@ def completed(work_id: str, **kw: object) -> Work:
     return transact(lambda tx: tx.work(work_id))
 
 
-def exhausted(work_id: str, **kw: object) -> Work:
+def exhausted(work_id: str, *, message: str = "boom", **kw: object) -> Work:
     """A failed attempt with retries exhausted: nonterminal ready Work, no live attempt
     (what an operator retry is for)."""
     work(work_id, **kw)  # type: ignore[arg-type]
     x = start(work_id)
-    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message="boom")
+    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=message)
     return transact(lambda tx: tx.work(work_id))
 
 
-def failed(work_id: str, **kw: object) -> Work:
+def exhausted_at_once(
+    *work_ids: str, message: str = "boom", kind: str = KIND, scope_id: str = ""
+) -> list[Work]:
+    """Several exhausted Works in ONE transaction (created, attempted, failed, left
+    ready without a Timer): the fast path for data sets past the bulk cap."""
+
+    def run(tx: Tx) -> list[Work]:
+        out = []
+        for work_id in work_ids:
+            w = tx.put_work(Work(id=work_id, kind=kind, scope_id=scope_id))
+            x = tx.put_execution(Execution(id=f"{work_id}-x1", work_id=work_id, attempt=1))
+            x = tx.claim(x.id, "worker-1", tx.now + seconds(30))
+            failure = Outcome(OutcomeKind.FAILED, message)
+            tx.put_execution(replace(x, state=ExecutionState.FAILED, outcome=failure))
+            out.append(tx.put_work(replace(tx.work(w.id), state=WorkState.READY)))
+        return out
+
+    return transact(run)
+
+
+def backoff(work_id: str, *, message: str = "boom", **kw: object) -> Timer:
+    """A failed attempt whose Work waits for its retry Timer: ready, not exhausted."""
+    exhausted(work_id, message=message, **kw)
+    return timer(f"{work_id}-retry", work_id=work_id, purpose="retry")
+
+
+def failed(work_id: str, *, message: str = "fatal", **kw: object) -> Work:
     """Explicitly terminal failed Work."""
     work(work_id, **kw)  # type: ignore[arg-type]
     x = start(work_id)
-    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.FAILED, message="fatal")
+    finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.FAILED, message=message)
     return transact(lambda tx: tx.work(work_id))
 
 

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError
 from django.db import connections
 
-from storage import Guard, LeaseRef, seconds
+from storage import RECORD_FORMAT, Guard, LeaseRef, seconds
 from storage.artifacts import FileArtifactStore
 from storage.durability import (
     DATABASE,
@@ -171,8 +171,10 @@ def test_a_manifest_naming_a_newer_record_format_is_refused(
 ) -> None:
     bundle, _ = small_bundle(tmp_path, artifacts)
     doc = json.loads((bundle / MANIFEST).read_text())
-    (bundle / MANIFEST).write_text(json.dumps({**doc, "record_format": 5}))
-    with pytest.raises(CommandError, match="record format 5, newer than this code's 4"):
+    newer = RECORD_FORMAT + 1
+    (bundle / MANIFEST).write_text(json.dumps({**doc, "record_format": newer}))
+    match = f"record format {newer}, newer than this code's {RECORD_FORMAT}"
+    with pytest.raises(CommandError, match=match):
         backup("verify", str(bundle))
 
 

@@ -129,7 +129,11 @@ def test_the_open_store_exposes_the_persisted_schema_version() -> None:
     ("newer", "error", "names"),
     [
         ({"schema_version": "2"}, "SchemaNewer", ("schema version 2", "version 1")),
-        ({"record_format": "5"}, "RecordsNewer", ("record format 5", "this code's 4")),
+        (
+            {"record_format": str(RECORD_FORMAT + 1)},
+            "RecordsNewer",
+            (f"record format {RECORD_FORMAT + 1}", f"this code's {RECORD_FORMAT}"),
+        ),
         # Both newer, and the format entry older than ours: still nothing is written.
         (
             {"schema_version": "2", "record_format": "1"},
@@ -163,11 +167,12 @@ def test_a_newer_database_is_refused_and_left_byte_identical(
 def test_records_newer_raises_in_process_before_any_write() -> None:
     from storage.orm import OrmStore
 
-    put_meta(schema_version="1", record_format="5", clock="123 7")
+    newer = str(RECORD_FORMAT + 1)
+    put_meta(schema_version="1", record_format=newer, clock="123 7")
     with pytest.raises(RecordsNewer) as caught:
         OrmStore()
     assert caught.value.state_check == "records_newer"
-    assert meta() == {"schema_version": "1", "record_format": "5", "clock": "123 7"}
+    assert meta() == {"schema_version": "1", "record_format": newer, "clock": "123 7"}
 
 
 # SV-05, SV-06 ---------------------------------------------------------------------

@@ -20,6 +20,8 @@ from storage import (
     Execution,
     ExecutionState,
     Guard,
+    Outcome,
+    OutcomeKind,
     Scope,
     Timer,
     Tx,
@@ -32,6 +34,7 @@ from storage import (
     select_works,
 )
 from storage.meaning.series import select_exhausted, work_series
+from storage.meaning.triage import failure_key, select_error_groups
 from storage.orm import OrmStore
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
@@ -62,7 +65,9 @@ work_spec = st.fixed_dictionaries(
         "state": st.sampled_from(list(WorkState)),
         "child": st.booleans(),
         "touch": st.integers(0, 3),
-        "ended": st.booleans(),  # the attempt is cancelled: no live attempt left
+        "ended": st.booleans(),  # the attempt ends: no live attempt left
+        # How it ends: cancelled (None) or failed with this message (its error group).
+        "failure": st.sampled_from([None, "disk 1 full", "disk 22 full", "timeout"]),
         "timer": st.booleans(),  # a Timer serves the Work
     }
 )
@@ -79,6 +84,8 @@ def _query(draw: Any) -> WorkQuery:
         updated_since=draw(st.sampled_from([None, T0, T0 + 2_000, T0 + 10_000])),
         scope_ids=frozenset(draw(st.sets(st.sampled_from(SCOPES), max_size=2))),
         updated_before=draw(st.sampled_from([None, T0 + 1_000, T0 + 6_000, T0 + 9_000])),
+        exhausted=draw(st.booleans()),
+        error_group=draw(st.sampled_from(["", "disk <n> full", "timeout"])),
         order=draw(st.sampled_from(list(WorkOrder))),
         limit=draw(st.sampled_from([0, 1, 3, 7])),
     )
@@ -124,7 +131,13 @@ def _build(store: OrmStore, specs: list[dict[str, Any]]) -> None:
                 x = tx.put_execution(
                     Execution(id=f"x{i:03d}", work_id=work.id, attempt=1, executor=spec["executor"])
                 )
-                if spec["ended"]:
+                if spec["ended"] and spec["failure"]:
+                    # Only a running attempt fails; its Work goes back to ready first.
+                    x = tx.claim(x.id, "runner", tx.now + 1_000)
+                    failed = Outcome(OutcomeKind.FAILED, spec["failure"])
+                    tx.put_execution(replace(x, state=ExecutionState.FAILED, outcome=failed))
+                    tx.put_work(replace(tx.work(work.id), state=WorkState.READY))
+                elif spec["ended"]:
                     tx.put_execution(replace(x, state=ExecutionState.CANCELLED))
                 work = tx.work(work.id)
             if spec["timer"]:
@@ -190,5 +203,17 @@ def test_sqlite_queries_equal_select_works(
             exhausted = select_exhausted(query, *inputs(tx))
             assert tx.exhausted_works(query) == exhausted, query
             assert tx.count_exhausted(query) == len(select_exhausted(unpaged, *inputs(tx))), query
+            assert tx.error_groups(query) == select_error_groups(query, everything), query
+        # The marks kept at commit equal their recomputation from attempts and Timers.
+        recomputed = select_exhausted(WorkQuery(order=WorkOrder.CREATED_ASC), *inputs(tx))
+        assert [
+            w.id
+            for w in select_works(WorkQuery(order=WorkOrder.CREATED_ASC), everything)
+            if w.exhausted
+        ] == [w.id for w in recomputed]
+        latest = {x.work_id: x for x in sorted(tx.executions(), key=lambda x: x.attempt)}
+        assert {w.id: w.error_group for w in everything} == {
+            w.id: failure_key(latest.get(w.id)) for w in everything
+        }
 
     store.view(check)
