@@ -75,6 +75,8 @@ records = st.one_of(
         seq(keys),
         st.none() | payloads,
         text,
+        st.booleans(),
+        text,
         ints,
         ints,
         ints,

@@ -179,7 +179,10 @@ def test_records_newer_raises_in_process_before_any_write() -> None:
 
 
 @sqlite_db
-@pytest.mark.parametrize(("stored", "after"), [(None, "4"), ("1", "4"), ("3", "4"), ("4", "4")])
+@pytest.mark.parametrize(
+    ("stored", "after"),
+    [(v, str(RECORD_FORMAT)) for v in (None, "1", "3", "4", str(RECORD_FORMAT))],
+)
 def test_an_older_or_equal_record_format_opens_and_is_raised_to_ours(
     stored: str | None, after: str
 ) -> None:
@@ -215,6 +218,7 @@ def read(tx):
         "pending": [m.name for m, _ in pending],
         "schema_version": store.schema_version,
         "works": [w.id for w in tx.works()],
+        "marks": {w.id: [w.state.value, w.exhausted, w.error_group] for w in tx.works()},
         "events": {e.id: [e.event.actor, e.scope_id] for e in tx.events()},
         "binding": [x.binding.executor, list(x.binding.pass_env)],
         "scope_bindings": [list(b.pass_env) for b in tx.scope("acme").bindings],
@@ -251,10 +255,13 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0004_run_records",
         "0005_dashboard_indexes",
         "0006_routed_runs",
+        "0007_triage_marks",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1
     assert out["works"] == ["w-legacy", "w-plain"]
+    # Nothing there is exhausted or failed: the backfill leaves the marks unset.
+    assert out["marks"] == {"w-legacy": ["running", False, ""], "w-plain": ["ready", False, ""]}
     # Fields added after format 1 read as their defaults; scopes come from backfill.
     assert out["events"] == {
         "e-named": ["", ""],
