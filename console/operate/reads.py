@@ -58,14 +58,23 @@ BACKOFF = (
 )
 
 
-def bulk_refusal(tx: Tx, action: Action, work: Work, live: set[str]) -> str:
+def timed_work(tx: Tx, action: Action, works: list[Work]) -> set[str]:
+    """The IDs of the ready, not exhausted Work among ``works`` that has a Timer, read
+    at once (retry only: backoff is what a bulk retry must not sweep in)."""
+    if action is not Action.RETRY:
+        return set()
+    ready = [w.id for w in works if w.state is WorkState.READY and not w.exhausted]
+    return {t.work_id for t in tx.timers_of(ready)} if ready else set()
+
+
+def bulk_refusal(action: Action, work: Work, live: set[str], timed: set[str]) -> str:
     """Why ``action`` does not apply to ``work`` in a bulk action ("" when it does);
-    ``live`` holds the IDs of Work with a live attempt (read once for the action).
-    Ready, idle Work that is not exhausted costs one probe of its Timers."""
+    ``live`` holds the IDs of Work with a live attempt (read once for the action),
+    ``timed`` those ``timed_work`` found with a Timer."""
     if action is Action.CANCEL:
         return cancel_refusal(work)
     why = retry_refusal(work, 1 if work.id in live else 0)
-    if not why and work.state is WorkState.READY and not work.exhausted and tx.timers(work.id):
+    if not why and work.state is WorkState.READY and not work.exhausted and work.id in timed:
         return BACKOFF
     return why
 
@@ -95,8 +104,9 @@ def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
                 excluded.append((work_id, None, "no such Work"))
         live = {x.work_id for x in tx.live_executions()} if action is Action.RETRY else set()
         eligible = []
+        timed = timed_work(tx, action, works)
         for work in works:
-            why = bulk_refusal(tx, action, work, live)
+            why = bulk_refusal(action, work, live, timed)
             if why:
                 excluded.append((work.id, work, why))
             else:

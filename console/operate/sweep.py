@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from console.actions import BULK_CAP
 from console.attempts import LastTry, read_last_tries
-from console.operate.reads import bulk_refusal
+from console.operate.reads import bulk_refusal, timed_work
 from console.polling import read
 from console.urlstate import FilterError, format_key, parse_key
 from console.works.filters import STATE_ORDER, WorkFilter
@@ -174,12 +174,13 @@ def _scan(
     key, scanned = start, 0
     while True:
         rows = tx.query_works(replace(q, after=key, limit=CHUNK))
+        timed = timed_work(tx, action, rows)
         for work in rows:
             row_key = q.key_of(work)
             if through is not None and (row_key.time, row_key.id) > (through.time, through.id):
                 return key, scanned
             key, scanned = row_key, scanned + 1
-            why = bulk_refusal(tx, action, work, live)
+            why = bulk_refusal(action, work, live, timed)
             if why:
                 excluded.append((work.id, work, why))
             else:
