@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from console.attempts import LastTry, last_try, read_last_tries
 from console.polling import read
-from storage import Execution, NotFound, Timer, Tx, Wait, WaitState, Work, WorkState
+from storage import Execution, NotFound, Timer, Tx, Wait, WaitState, Work, WorkState, from_ns
 from storage.ops.control import cancel_refusal, next_attempt, retry_refusal
 from storage.ops.manual import Action
 
@@ -53,29 +53,33 @@ def read_action_preview(work_id: str, action: Action) -> ActionPreview:
 # removes the Work's Timers (``storage.ops.control.retry_work``), so sweeping it in
 # would replace the runtime's own schedule. One Work's page still retries it.
 BACKOFF = (
-    "in backoff: a retry Timer will run it; a bulk retry leaves it and its Timer alone "
-    "(retry it from its own page to run it now)"
+    "in backoff: its retry Timer runs it at {at:%H:%M:%S} UTC; a bulk retry leaves it and "
+    "its Timer alone (retry it from its own page to run it now)"
 )
 
 
-def timed_work(tx: Tx, action: Action, works: list[Work]) -> set[str]:
-    """The IDs of the ready, not exhausted Work among ``works`` that has a Timer, read
-    at once (retry only: backoff is what a bulk retry must not sweep in)."""
+def timed_work(tx: Tx, action: Action, works: list[Work]) -> dict[str, int]:
+    """The first fire time of the Timers of each ready, not exhausted Work among
+    ``works`` that has one, read at once (retry only: backoff is what a bulk retry
+    must not sweep in)."""
     if action is not Action.RETRY:
-        return set()
+        return {}
     ready = [w.id for w in works if w.state is WorkState.READY and not w.exhausted]
-    return {t.work_id for t in tx.timers_of(ready)} if ready else set()
+    first: dict[str, int] = {}
+    for t in tx.timers_of(ready) if ready else []:
+        first[t.work_id] = min(t.fire_at, first.get(t.work_id, t.fire_at))
+    return first
 
 
-def bulk_refusal(action: Action, work: Work, live: set[str], timed: set[str]) -> str:
+def bulk_refusal(action: Action, work: Work, live: set[str], timed: dict[str, int]) -> str:
     """Why ``action`` does not apply to ``work`` in a bulk action ("" when it does);
     ``live`` holds the IDs of Work with a live attempt (read once for the action),
-    ``timed`` those ``timed_work`` found with a Timer."""
+    ``timed`` what ``timed_work`` found."""
     if action is Action.CANCEL:
         return cancel_refusal(work)
     why = retry_refusal(work, 1 if work.id in live else 0)
     if not why and work.state is WorkState.READY and not work.exhausted and work.id in timed:
-        return BACKOFF
+        return BACKOFF.format(at=from_ns(timed[work.id]))
     return why
 
 
