@@ -255,7 +255,8 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0004_run_records",
         "0005_dashboard_indexes",
         "0006_routed_runs",
-        "0007_triage_marks",
+        "0007_routed_artifacts_progress",
+        "0008_triage_marks",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["schema_version"] == 1

@@ -33,7 +33,7 @@ from ..support import make_execution, make_timer, make_work
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
-backfill = importlib.import_module("storage.migrations.0007_triage_marks").backfill
+backfill = importlib.import_module("storage.migrations.0008_triage_marks").backfill
 
 
 def _attempt(t: Tx, work_id: str, message: str | None, state: WorkState) -> None:

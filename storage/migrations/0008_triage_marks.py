@@ -1,6 +1,6 @@
 """The triage marks (``Work.exhausted``, ``Work.error_group``, record format 5) as
-indexed columns, backfilled from the attempts and Timers already stored: the rules keep
-them from then on, at every commit (``storage.tx.base``)."""
+indexed columns, backfilled from the attempts and Timers already stored: the rules
+keep them from then on, at every commit (``storage.tx.base``)."""
 
 import json
 from dataclasses import replace
@@ -60,7 +60,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0006_routed_runs"),
+        ("storage", "0007_routed_artifacts_progress"),
     ]
 
     operations = [
