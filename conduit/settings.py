@@ -332,9 +332,13 @@ STORAGES = {
         else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
-# Tests and DEBUG serve straight from the finders, no collectstatic needed.
-WHITENOISE_USE_FINDERS = DEBUG or TESTING
-WHITENOISE_AUTOREFRESH = DEBUG or TESTING
+# `make run` collects static files before it serves, so every mode but the tests serves
+# the collected copies: hashed, and compressed as .br (the brotli package) and .gz, which
+# WhiteNoise picks by Accept-Encoding. From the finders it served every file
+# uncompressed, on every page. Tests run without collectstatic: finders there. (Edited
+# CSS or JS shows after the next `make run`, which collects again.)
+WHITENOISE_USE_FINDERS = TESTING
+WHITENOISE_AUTOREFRESH = TESTING
 
 # ---------------------------------------------------------------- security headers
 

@@ -8,6 +8,7 @@ scripts the simulated workers follow; the runtime draws one per claim.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 
@@ -160,6 +161,37 @@ SCHEDULE_PERIOD_SECONDS = 30.0
 # recovers the attempt with a higher epoch.
 TERMINAL_OPS = frozenset({"complete", "fail", "fail_final", "handoff", "abandon"})
 ABANDON_CHANCE = 0.06
+
+# The first tick also sends a few refunds of a negative amount that every attempt
+# rejects the same way: within a minute of `make run` there is retry-exhausted Work
+# sharing one error, so the operator's loop (read the failure, retry or cancel) is
+# there from the start. The message carries IDs and numbers, as real errors do.
+POISON_AT_START = 4
+POISON_KIND = "billing.refund"
+
+
+def poison_failure(context: bytes) -> str:
+    """The error every attempt of a poisoned refund ends with, or "" when the Work's
+    context (its opening payload) is not one."""
+    try:
+        body = json.loads(context)
+    except ValueError:
+        return ""
+    if not isinstance(body, dict) or not body.get("poison"):
+        return ""
+    return (
+        f"refund rejected by stripe: amount {body.get('amount')} is negative "
+        f"(refund {body.get('id')}, request req_{body.get('request')})"
+    )
+
+
+# Once more Work than this is retry-exhausted, a simulated teammate cancels the
+# longest-stuck (as `core.manual` Events, like an operator's), so the pile of a long
+# `make run` stays about this size instead of growing without bound.
+EXHAUSTED_PILE = 40
+TIDY_EVERY_TICKS = 20
+TIDY_AT_MOST = 10  # cancels per pass
+TEAMMATE = "sim-teammate"
 
 FAILURE_MESSAGES = (
     "upstream returned 502 Bad Gateway",

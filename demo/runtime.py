@@ -58,7 +58,7 @@ from storage.default import run_store_for
 from storage.ops import manual
 from storage.ops.run_sessions import RunStore
 
-from . import catalog, steps
+from . import catalog, steps, teammate
 from .catalog import FLOW_BY_OPENER, Flow
 from .graphruns import GraphRunner
 from .workers import Worker, Workers
@@ -204,6 +204,8 @@ class Simulator:
         self._fire_timers()
         self._route()
         self._apply_manual_events()
+        if self.ticks % catalog.TIDY_EVERY_TICKS == 0:
+            teammate.tidy_exhausted(self)
         self._claim()
         self.workers.advance()
         self.graphs.tick(self.ticks)
@@ -243,6 +245,11 @@ class Simulator:
         for _ in range(count):
             flows = catalog.EXTERNAL_FLOWS
             out.append(self._objective(rng.choices(flows, [f.weight for f in flows])[0]))
+        if self.ticks == 1 and self.run == 1:  # a fresh store: see catalog.POISON_AT_START
+            flow = catalog.FLOW_BY_KIND[catalog.POISON_KIND]
+            for _ in range(catalog.POISON_AT_START):
+                external = f"{flow.key_prefix}{self.token()}"
+                out.append(Outgoing(steps.poison_event(self, flow, external), flow.scope))
         now = self.now()
         due = [o for t, o in self.follow_ups if t <= now]
         self.follow_ups = [(t, o) for t, o in self.follow_ups if t > now]
@@ -472,6 +479,7 @@ class Simulator:
     def _claim_one(self, tx: Tx, x: Execution, trigger: str, phase: str) -> Worker:
         claimed = tx.claim(x.id, self.owner, tx.now + seconds(catalog.LEASE_SECONDS))
         work = tx.work(x.work_id)
+        poison = catalog.poison_failure(work.context.data) if work.context else ""
         return Worker(
             execution_id=x.id,
             work_id=x.work_id,
@@ -479,8 +487,10 @@ class Simulator:
             attempt=x.attempt,
             lease=LeaseRef(x.id, claimed.owner, claimed.epoch),
             trigger=trigger,
-            plan=catalog.plan_for(work.kind, phase, self.rng),
+            # A poisoned Work fails fast on every attempt, without a behavioural draw.
+            plan=["work", "fail"] if poison else catalog.plan_for(work.kind, phase, self.rng),
             next_at=tx.now + seconds(self.rng.uniform(0.5, 3)),
+            failure=poison,
         )
 
     def _claim(self) -> None:

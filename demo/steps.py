@@ -58,6 +58,22 @@ def opening_event(ids: Ids, rng: random.Random, flow: Flow, external: str) -> Ev
     )
 
 
+def poison_event(ids: Ids, flow: Flow, external: str) -> Event:
+    """An opening delivery whose every attempt fails the same way (``catalog.poison_failure``).
+    Its numbers come from ``ids`` so that sending it never shifts a behavioural choice."""
+    key = CorrelationKey(flow.source, external)
+    amount = -(int(ids.token(3), 16) % 900 + 1) * 100
+    body = {"id": external, "amount": amount, "poison": True, "request": ids.token(12)}
+    return Event(
+        id=ids.new_id(),
+        source=flow.source,
+        delivery_id=f"dlv_{ids.token(16)}",
+        type=flow.opens,
+        keys=(key,),
+        payload=Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode()),
+    )
+
+
 def noise_event(ids: Ids, source: str, type_: str) -> Event:
     """A delivery no flow opens or wakes on (routing drops it)."""
     return Event(ids.new_id(), source, f"dlv_{ids.token(16)}", type_)

@@ -53,6 +53,7 @@ class Worker:
     trigger: str  # the Event that started or woke this attempt (causation of emits)
     plan: list[str]
     next_at: Nanos
+    failure: str = ""  # the error its "fail" step ends with ("": one drawn at random)
 
 
 class Runtime(Protocol):
@@ -162,7 +163,8 @@ class Workers(Mapping[str, Worker]):
                 self._emit(tx, w, work.parent_id, "deploy.step.finished", {"step": work.id})
             self.runtime.stats["completed"] += 1
         elif op in ("fail", "fail_final"):
-            steps.fail_attempt(tx, x, self.runtime.rng.choice(catalog.FAILURE_MESSAGES))
+            message = w.failure or self.runtime.rng.choice(catalog.FAILURE_MESSAGES)
+            steps.fail_attempt(tx, x, message)
             if op == "fail_final":  # an explicit terminal-failure policy
                 tx.put_work(replace(tx.work(w.work_id), state=WorkState.FAILED))
             else:

@@ -167,3 +167,19 @@ def _sign_in(base: str) -> None:
         page = response.read().decode()
         assert urllib.parse.urlparse(response.url).path == "/"
     assert "operator" in page
+    _assert_static_files_are_compressed(base, page)
+
+
+def _assert_static_files_are_compressed(base: str, page: str) -> None:
+    """The page's stylesheet and script come brotli-compressed (gzip for a client
+    without br), as collectstatic wrote them. (Under DEBUG, as here, Django links the
+    unhashed names; collectstatic compressed those copies too.)"""
+    paths = re.findall(r'(?:href|src)="(/static/[^"]+\.(?:css|js))"', page)
+    assert len(paths) >= 2, page[:2000]  # console.css and console.js
+    for path in paths:
+        for accept, encoding in (("br, gzip", "br"), ("gzip", "gzip")):
+            request = urllib.request.Request(  # noqa: S310
+                f"{base}{path}", headers={"Accept-Encoding": accept}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+                assert response.headers["Content-Encoding"] == encoding, (path, accept)

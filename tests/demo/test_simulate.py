@@ -65,7 +65,10 @@ def test_simulate_once_produces_every_record_and_state_the_console_shows():
         "handoff",
     }
     assert set(seen.waits) >= {"active", "woken", "cancelled"}
-    assert set(seen.timers) >= {"retry", "timeout", "schedule"}
+    # A retry timer lives for seconds between a failure and the next attempt, so
+    # whether one is pending at the last tick depends on the seed's exact history: the
+    # retries' firing is counted below instead.
+    assert set(seen.timers) >= {"timeout", "schedule"}
     assert set(seen.dispositions) >= {"routed", "dropped", "unmatched"}
     assert seen.derived > 10
     assert seen.children > 5
@@ -73,6 +76,7 @@ def test_simulate_once_produces_every_record_and_state_the_console_shows():
     counters = totals(output)
     assert counters["duplicates"] > 0
     assert counters["exhausted"] > 0
+    assert counters["fired_retry"] > 0
     assert counters["recovered"] > 0
     assert counters["fired_schedule"] > 0
     assert view(store, None, recovered_attempts)
