@@ -46,30 +46,24 @@ class Ids(Protocol):
 
 def opening_event(ids: Ids, rng: random.Random, flow: Flow, external: str) -> Event:
     """The external delivery that opens a Work of ``flow``, keyed by ``external``."""
-    key = CorrelationKey(flow.source, external)
-    body = {"id": external, "amount": rng.randint(5, 900) * 100}
-    return Event(
-        id=ids.new_id(),
-        source=flow.source,
-        delivery_id=f"dlv_{ids.token(16)}",
-        type=flow.opens,
-        keys=(key,),
-        payload=Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode()),
-    )
+    return _opening(ids, flow, {"id": external, "amount": rng.randint(5, 900) * 100})
 
 
 def poison_event(ids: Ids, flow: Flow, external: str) -> Event:
     """An opening delivery whose every attempt fails the same way (``catalog.poison_failure``).
     Its numbers come from ``ids`` so that sending it never shifts a behavioural choice."""
-    key = CorrelationKey(flow.source, external)
     amount = -(int(ids.token(3), 16) % 900 + 1) * 100
     body = {"id": external, "amount": amount, "poison": True, "request": ids.token(12)}
+    return _opening(ids, flow, body)
+
+
+def _opening(ids: Ids, flow: Flow, body: dict[str, Any]) -> Event:
     return Event(
         id=ids.new_id(),
         source=flow.source,
         delivery_id=f"dlv_{ids.token(16)}",
         type=flow.opens,
-        keys=(key,),
+        keys=(CorrelationKey(flow.source, body["id"]),),
         payload=Payload(f"demo.{flow.kind.split('.')[-1]}", json.dumps(body).encode()),
     )
 
