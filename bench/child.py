@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import history, load, readers, routed, selection, throughput, worklist
+from . import history, load, readers, routed, selection, throughput, triage, worklist
 
 # Tasks that must not load Django: the plain-driver baselines of benchmark 1.
 PLAIN: dict[str, Callable[..., Any]] = {
@@ -29,6 +29,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "readers.writer": readers.writer,
     "load.setup": load.setup,
     "routed.measure": routed.measure,
+    "triage.measure": triage.measure,
 }
 
 

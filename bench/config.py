@@ -20,6 +20,7 @@ class Sizes:
     load_seconds: float  # benchmark 5
     load_clients: int = 8
     sim_rate: float = 10.0  # simulate ticks per second during benchmark 5
+    bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap)
 
     @property
     def prepared(self) -> int:
@@ -64,4 +65,5 @@ TOY = Sizes(
     hold=0.6,
     load_seconds=1.5,
     sim_rate=5.0,
+    bulk=30,
 )

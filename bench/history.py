@@ -201,9 +201,10 @@ SOURCE_SQL = (
 
 CLONE_SQL = (
     f"""INSERT INTO conduit_work (id, kind, scope_id, parent_id, state, source,
-        latest_executor, created_ns, updated_ns, revision, data)
+        latest_executor, exhausted, error_group, created_ns, updated_ns, revision, data)
     SELECT w.id || :sfx, w.kind, w.scope_id, {_sfx("w.parent_id")}, w.state, w.source,
-        w.latest_executor, w.created_ns - :shift, w.updated_ns - :shift, w.revision,
+        w.latest_executor, w.exhausted, w.error_group, w.created_ns - :shift,
+        w.updated_ns - :shift, w.revision,
         json_set({_keys0("w.data")}, '$.id', w.id || :sfx,
             '$.parent_id', {_sfx("w.parent_id")},
             '$.created_at', w.created_ns - :shift, '$.updated_at', w.updated_ns - :shift)

@@ -19,13 +19,13 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import history, load, readers, routed, selection, throughput, worklist
+from . import history, load, readers, routed, selection, throughput, triage, worklist
 from .config import FULL, QUICK, TOY, Sizes
 from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5", "6")
+ALL = ("1", "2", "3", "4", "5", "6", "7")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
@@ -33,6 +33,7 @@ TITLES = {
     "4": "Views never wait for writers",
     "5": "Under load",
     "6": "Routed runs: admission and control",
+    "7": "Triage: exhausted Work, error groups, bulk retry",
 }
 
 
@@ -44,7 +45,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6,7)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 pg_status = pg.describe()
             log(f"PostgreSQL: {pg_status}")
         manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
-        if only & {"2", "3", "4", "5"}:
+        if only & {"2", "3", "4", "5", "7"}:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
             seed = history.seed(ws, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
         attempt("5", lambda: load.run(ws, history_of("small"), sizes))
         attempt("6", lambda: routed.run(ws, sizes, pg))
+        attempt(
+            "7",
+            lambda: triage.run(ws, {key: history_of(key) for key in ("small", "large")}, sizes),
+        )
     finally:
         if pg is not None:
             pg.close()

@@ -17,6 +17,7 @@ SECTIONS = (
     "## 4. Views never wait for writers",
     "## 5. Under load",
     "## 6. Routed runs: admission and control",
+    "## 7. Triage: exhausted Work, error groups, bulk retry",
 )
 
 
