@@ -164,3 +164,18 @@ def test_a_selected_work_in_backoff_is_excluded_with_the_reason(as_alice, triage
     html = response.content.decode()
     assert "ex-1" in section(html, 'id="eligible"', 'id="excluded"')
     assert "wait-1" in section(html, 'id="excluded"', "</section>")
+
+
+def test_the_errors_page_reads_in_one_view_with_a_pinned_query_count(
+    as_alice, triage, django_assert_num_queries
+):
+    from django.db import connections
+
+    # BEGIN, snapshot, stamp (2), the groups (1: one GROUP BY), COMMIT; the same with
+    # twice the groups.
+    with django_assert_num_queries(6, connection=connections["view"]):
+        assert as_alice.get("/errors").status_code == 200
+    for i in range(3):
+        f.exhausted(f"more-{i}", message=f"quota {i} of kind {i} used up #{i}")
+    with django_assert_num_queries(6, connection=connections["view"]):
+        assert as_alice.get("/errors").status_code == 200
