@@ -1,6 +1,7 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from console import misc
+from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
 from console.http import by_method
@@ -13,12 +14,15 @@ from console.triage import views as triage
 from console.works import views as works
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
-# and action URLs put the action first so no Work ID can be mistaken for one.
+# and action URLs put the action first so no Work ID can be mistaken for one. The
+# "id" converter keeps dot segments of an ID from a browser's path normalisation.
+register_converter(IdConverter, "id")
+
 urlpatterns = [
     path("", works.work_list, name="home"),
-    path("works/<path:work_id>", works.work_detail, name="work_detail"),
-    path("actions/cancel/<path:work_id>", operate.cancel_work, name="cancel_work"),
-    path("actions/retry/<path:work_id>", operate.retry_work, name="retry_work"),
+    path("works/<id:work_id>", works.work_detail, name="work_detail"),
+    path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),
+    path("actions/retry/<id:work_id>", operate.retry_work, name="retry_work"),
     path(
         "actions/bulk",
         by_method(get=bulk.bulk_confirm, post=bulk.bulk_apply),
@@ -27,10 +31,10 @@ urlpatterns = [
     path("actions/bulk/review", bulk.bulk_review, name="bulk_review"),
     path("errors", triage.error_groups, name="errors"),
     path("events", events.event_list, name="events"),
-    path("events/<path:event_id>", events.event_detail, name="event_detail"),
+    path("events/<id:event_id>", events.event_detail, name="event_detail"),
     path("executions", runtime.executions, name="executions"),
     path(
-        "executions/<path:execution_id>/artifacts/<str:artifact_id>",
+        "executions/<id:execution_id>/artifacts/<str:artifact_id>",
         artifacts.artifact_download,
         name="artifact",
     ),
@@ -38,9 +42,9 @@ urlpatterns = [
     path("timers", runtime.timers, name="timers"),
     path("scopes", runtime.scopes, name="scopes"),
     path("runs", runs.run_list, name="runs"),
-    path("runs/<path:run_id>", runs.run_detail, name="run_detail"),
+    path("runs/<id:run_id>", runs.run_detail, name="run_detail"),
     path("dashboard", dashboard.dashboard, name="dashboard"),
-    path("dashboard/<path:scope_id>", dashboard.dashboard, name="dashboard_scope"),
+    path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("healthz", misc.healthz, name="healthz"),
     path("favicon.ico", misc.favicon, name="favicon"),

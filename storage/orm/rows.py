@@ -104,7 +104,13 @@ class OrmTx(OrmReads):
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """Rows of a read the buffer has made exact without a flush (see its module),
-        by the dialect's fast path to the driver's cursor (``Dialect.fetchall``)."""
+        by the dialect's fast path to the driver's cursor (``Dialect.fetchall``).
+
+        Each is an equality lookup, and no stored value holds a NUL (the identifier
+        rule refuses one before any write): a NUL parameter matches nothing, as on the
+        double, where PostgreSQL would refuse the statement (``Unavailable``)."""
+        if any(isinstance(p, str) and "\x00" in p for p in params):
+            return []
         return self.dialect.fetchall(self._connection, self._raw, sql, params)
 
     # -- records --------------------------------------------------------------------
@@ -142,6 +148,8 @@ class OrmTx(OrmReads):
         spec = schema.TABLES[table]
         if work_id and spec.per_work:
             return self._list_of_work(table, work_id, live)
+        if "\x00" in work_id:  # no record names such a Work (see _fetch)
+            return []
         where, params = [], []
         if spec.tombstones:
             where.append(f"live = {self.dialect.true}")

@@ -49,6 +49,13 @@ TABLES: tuple[str, ...] = (
 )
 
 
+# The most UTF-8 bytes each indexed column of a row takes (every routed table has the
+# same three; ``storage.tx.fields.COLUMN_RULES`` has the others): keys are typed IDs
+# (128, ``storage.routed.ids``), aliases (255, ``check_text``) or SHA-256 digests;
+# parents are IDs; statuses are enum names. ``RulesBase._row`` checks them all.
+COLUMN_LIMITS: dict[str, int] = {"key": 255, "parent": 255, "status": 32}
+
+
 @dataclass(frozen=True)
 class Row:
     key: str

@@ -40,12 +40,13 @@ def _clean_text(value: object, what: str) -> str:
 
 def check_run_id(run_id: object) -> str:
     """``Invalid`` unless ``run_id`` is a nonempty valid-UTF-8 string without NUL of at
-    most ``RUN_ID_MAX`` characters."""
+    most ``RUN_ID_MAX`` bytes of UTF-8 (the identifier rule of ``storage.tx.fields``)."""
     text = _clean_text(run_id, "run ID")
     if not text:
         raise Invalid("run ID must be nonempty")
-    if len(text) > RUN_ID_MAX:
-        raise Invalid(f"run ID of {len(text)} characters exceeds {RUN_ID_MAX}")
+    size = len(text.encode("utf-8"))
+    if size > RUN_ID_MAX:
+        raise Invalid(f"run ID of {size} bytes of UTF-8 exceeds {RUN_ID_MAX}")
     return text
 
 

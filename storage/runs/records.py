@@ -206,7 +206,7 @@ class StoredRun:
     error: str = ""
 
 
-# A run ID is a nonempty string of at most this many characters (the key column's width).
+# A run ID is a nonempty string of at most this many bytes of UTF-8 (the identifier rule).
 RUN_ID_MAX = 255
 
 

@@ -24,6 +24,8 @@ class EventRules(TxBase):
         fields.require_id(event.source, "Event source")
         fields.require_id(event.delivery_id, "Event delivery_id")
         fields.require_dotted(event.type, "Event type")
+        fields.require_text(event.work_id, "Event work_id")
+        fields.require_text(event.causation_id, "Event causation_id")
         fields.require_payload(event.payload)
         fields.require_keys(event.keys)
         fields.actor_for(event.source, event.actor)
@@ -80,6 +82,7 @@ class EventRules(TxBase):
         self._writable()
         if not scope_id:
             raise Invalid("an Event scope must be nonempty")
+        fields.require_id(scope_id, "Event scope")
         stored = self._require_event(event_id)
         if not self._exists("scope", scope_id):
             raise NotFound(f"Scope {scope_id!r} does not exist")

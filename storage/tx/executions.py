@@ -76,6 +76,8 @@ class ExecutionRules(WorkRules):
         self._writable()
         x = execution
         fields.require_id(x.id, "Execution ID")
+        fields.require_id(x.work_id, "Execution work_id")
+        fields.require_text(x.executor, "Execution executor")
         current = self._get("execution", x.id)
         if x.revision != 0:
             # Same order as every update: NotFound, then revision, then the rules.
@@ -131,7 +133,6 @@ class ExecutionRules(WorkRules):
     def _create_execution(self, x: Execution, current: Execution | None) -> Execution:
         if current is not None:
             raise Conflict(f"Execution {x.id!r} already exists")
-        fields.require_id(x.work_id, "Execution work_id")
         if x.state is not ExecutionState.PENDING:
             raise Invalid(f"a new Execution starts pending, not {x.state}")
         work = self._require_work(x.work_id)

@@ -25,6 +25,55 @@ ID_MAX_BYTES = 255
 KV_KEY_MAX_BYTES = 1024
 DISPOSITION_MAX_BYTES = 64
 
+# Every varchar column of the ORM backend (``storage.models``, ``storage.routed.models``)
+# and the most UTF-8 bytes the rules let reach it, so PostgreSQL never refuses a value
+# at commit. Where each is enforced: IDs and references by ``require_id``/``require_text``
+# where their record is written; kinds and Event types by ``require_dotted`` (ASCII);
+# states by their enums; the metadata key by the store's own fixed names; a run record's
+# revision is the decimal of a uint64. The routed tables' columns are ruled beside them
+# (``storage.routed.rows.COLUMN_LIMITS``). ``tests/storage/orm/test_column_rules.py``
+# fails for a column missing here or a limit its column cannot hold.
+COLUMN_RULES: dict[str, dict[str, int]] = {
+    "conduit_meta": {"key": 64},
+    "conduit_work": {
+        "id": ID_MAX_BYTES,
+        "kind": DOTTED_MAX,
+        "scope_id": ID_MAX_BYTES,
+        "parent_id": ID_MAX_BYTES,
+        "state": 16,
+        "source": ID_MAX_BYTES,  # a key's source, else the kind
+        "latest_executor": ID_MAX_BYTES,  # an Execution's executor
+    },
+    "conduit_key": {"source": ID_MAX_BYTES, "external_id": ID_MAX_BYTES, "work_id": ID_MAX_BYTES},
+    "conduit_event": {
+        "id": ID_MAX_BYTES,
+        "source": ID_MAX_BYTES,
+        "delivery_id": ID_MAX_BYTES,
+        "type": DOTTED_MAX,
+        "work_id": ID_MAX_BYTES,
+        "causation_id": ID_MAX_BYTES,
+        "scope_id": ID_MAX_BYTES,
+        "route_work_id": ID_MAX_BYTES,
+        "disposition": DISPOSITION_MAX_BYTES,
+    },
+    "conduit_execution": {
+        "id": ID_MAX_BYTES,
+        "work_id": ID_MAX_BYTES,
+        "state": 16,
+        "executor": ID_MAX_BYTES,
+    },
+    "conduit_scope": {"id": ID_MAX_BYTES, "parent_id": ID_MAX_BYTES},
+    "conduit_timer": {"id": ID_MAX_BYTES, "work_id": ID_MAX_BYTES},
+    "conduit_wait": {
+        "id": ID_MAX_BYTES,
+        "work_id": ID_MAX_BYTES,
+        "execution_id": ID_MAX_BYTES,
+        "state": 16,
+    },
+    "conduit_kv": {"namespace": ID_MAX_BYTES, "key": KV_KEY_MAX_BYTES},
+    "conduit_run_record": {"run_id": ID_MAX_BYTES, "revision": 20},
+}
+
 
 def require_id(value: str, what: str, max_bytes: int = ID_MAX_BYTES) -> None:
     if not isinstance(value, str) or not value:

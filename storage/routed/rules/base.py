@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
-from ...errors import Corrupt
+from ...errors import Corrupt, Invalid
+from ...tx import fields
 from ..codec import check_record, check_schema, from_data, marshal_canonical
 from ..errors import AlreadyExists, CASConflict, InvalidArgument, RoutedNotFound
 from ..migrate import MigrationRegistry
 from ..records import Nanos, Stored
-from ..rows import Row, Rows
+from ..rows import COLUMN_LIMITS, Row, Rows
 from ..transitions import RESOURCE_OF, validate_transition
 
 R = TypeVar("R")
@@ -65,8 +66,14 @@ def check_payload(name: str, text: str, *, required: bool = True) -> None:
 
 
 def check_text(name: str, text: str, limit: int = 255) -> None:
-    if not text or len(text.encode()) > limit:
+    """1..``limit`` bytes of UTF-8, valid Unicode, no NUL: the identifier rule of
+    ``storage.tx.fields``, as this domain's ``InvalidArgument``."""
+    if not isinstance(text, str) or not text:
         raise InvalidArgument(f"{name} must be 1..{limit} bytes, not {text!r}")
+    try:
+        fields.require_text(text, name, limit)
+    except Invalid as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 class RulesBase:
@@ -115,13 +122,20 @@ class RulesBase:
 
     # -- writes ----------------------------------------------------------------------
     def _row(self, spec: Spec[R], record: R, generation: int) -> Row:
-        return Row(
+        row = Row(
             key=spec.key(record),
             body=marshal_canonical(record).decode(),
             generation=generation,
             parent=spec.parent(record),
             status=spec.status(record),
         )
+        # The indexed columns, whatever built the record: PostgreSQL must never be
+        # the one to refuse a value (as Unavailable, at commit).
+        for column, limit in COLUMN_LIMITS.items():
+            value = getattr(row, column)
+            if value:
+                check_text(f"{spec.table} {column}", value, limit)
+        return row
 
     def _create(self, spec: Spec[R], record: R) -> Stored[R]:
         """Insert at generation 1; ``AlreadyExists`` (nothing written) if the key is

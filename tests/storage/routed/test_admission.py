@@ -240,3 +240,23 @@ def test_every_fault_step_is_reached_by_an_admission(store: Any) -> None:
 
 def test_rules_are_one_class_over_the_rows(routed: RoutedStore) -> None:
     assert routed.transact(lambda r: isinstance(r, RoutedRules))
+
+
+@pytest.mark.parametrize(
+    "bad", ["a\x00b", "half \ud800", "€" * 85 + "x"], ids=["nul", "surrogate", "256-bytes"]
+)
+def test_caller_chosen_text_follows_the_identifier_rule_with_nothing_written(
+    routed: RoutedStore, bad: str
+) -> None:
+    # Issue 20: PostgreSQL cannot hold a NUL, a surrogate failed in the key's digest,
+    # and either reached the database as something other than InvalidArgument.
+    dep = setup_deployment(routed)
+    before = counts(routed)
+
+    with pytest.raises(InvalidArgument):
+        routed.compare_and_swap_alias(alias(bad, dep.record))
+    for field in ("idempotency_key", "caller_identity"):
+        with pytest.raises(InvalidArgument):
+            routed.admit_invocation(request(dep.record.deployment_id, **{field: bad}), 1)
+
+    assert counts(routed) == before

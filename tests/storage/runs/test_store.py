@@ -155,8 +155,8 @@ def test_closing_the_run_store_closes_its_sessions(runs: RunStore, other: RunSto
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "x" * (RUN_ID_MAX + 1), "half \ud800 surrogate", "nul\x00inside", 7],
-    ids=["empty", "too-long", "surrogate", "nul", "not-a-string"],
+    ["", "x" * (RUN_ID_MAX + 1), "€" * 86, "half \ud800 surrogate", "nul\x00inside", 7],
+    ids=["empty", "too-long", "too-many-bytes", "surrogate", "nul", "not-a-string"],
 )
 def test_a_bad_run_id_is_invalid(runs: RunStore, bad: object) -> None:
     with pytest.raises(Invalid):
@@ -166,7 +166,7 @@ def test_a_bad_run_id_is_invalid(runs: RunStore, bad: object) -> None:
 
 
 def test_the_longest_run_id_and_any_unicode_work(runs: RunStore, store: Store) -> None:
-    for run_id in ("x" * RUN_ID_MAX, "Run/Ünïcode 𝄞 中 %_"):
+    for run_id in ("x" * RUN_ID_MAX, "€" * (RUN_ID_MAX // 3), "Run/Ünïcode 𝄞 中 %_"):
         with runs.acquire(run_id) as session:
             assert session.save(ordinary_record(run_id), 0) == 1
             assert session.load().run_id == run_id
