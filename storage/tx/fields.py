@@ -36,6 +36,10 @@ DISPOSITION_MAX_BYTES = 64
 COLUMN_RULES: dict[str, dict[str, int]] = {
     "conduit_meta": {"key": 64},
     "conduit_work": {
+        # Characters, not bytes: storage.meaning.triage.error_key cuts an outcome
+        # message (NUL refused, require_unicode) at MAX_ERROR_KEY (200) characters;
+        # varchar(255) holds 255 of any.
+        "error_group": 200,
         "id": ID_MAX_BYTES,
         "kind": DOTTED_MAX,
         "scope_id": ID_MAX_BYTES,
@@ -91,6 +95,13 @@ def require_text(value: str, what: str, max_bytes: int = ID_MAX_BYTES) -> None:
         raise Invalid(f"{what} is not valid Unicode (an unpaired surrogate)") from None
     if size > max_bytes:
         raise Invalid(f"{what} is {size} bytes of UTF-8; the limit is {max_bytes}")
+
+
+def require_unicode(value: str, what: str) -> None:
+    """Free text (no byte limit) that must still be storable: no NUL (PostgreSQL's JSON
+    cannot hold ``\u0000``, and a message feeds the error_group column) and no unpaired
+    surrogate (the write failed as a UnicodeEncodeError)."""
+    require_text(value, what, max_bytes=2**62)
 
 
 def require_dotted(value: str, what: str) -> None:

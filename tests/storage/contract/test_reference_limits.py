@@ -8,10 +8,11 @@ error in the lookup). The columns' own list is ``tests/storage/orm/test_column_r
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
-from storage import Invalid, NotFound, Store, Tx
+from storage import ExecutionState, Invalid, NotFound, Outcome, OutcomeKind, Store, Tx
 
 from ..support import (
     FakeClock,
@@ -171,3 +172,27 @@ def test_a_lookup_of_an_id_no_record_can_have_is_not_found(
         with pytest.raises(NotFound):
             tx(store, read)
     assert tx(store, lambda t: (t.timers(bad), t.waits(bad), t.executions(bad))) == ([], [], [])
+
+
+def _fail(store: Store, message: str) -> None:
+    lease = start_attempt(store)
+
+    def fn(t: Tx) -> None:
+        x = t.execution("x1")
+        failed = Outcome(OutcomeKind.FAILED, message)
+        t.put_execution(replace(x, state=ExecutionState.FAILED, outcome=failed))
+
+    tx(store, fn, lease=lease)
+
+
+@pytest.mark.parametrize("message", ["boom\x00at the end", "boom \ud800"], ids=["nul", "surrogate"])
+def test_a_failure_message_that_cannot_be_stored_is_invalid_with_nothing_written(
+    store: Store, clock: FakeClock, message: str
+) -> None:
+    # A NUL failed on PostgreSQL at commit as Unavailable (its JSON cannot hold
+    # \u0000; the message also feeds the indexed error_group), a surrogate everywhere
+    # as a UnicodeEncodeError.
+    with pytest.raises(Invalid, match="outcome message"):
+        _fail(store, message)
+    x = tx(store, lambda t: t.execution("x1"))
+    assert (x.state, x.outcome) == (ExecutionState.RUNNING, None)
