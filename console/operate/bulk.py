@@ -11,6 +11,8 @@ so neither Django's DATA_UPLOAD_MAX_NUMBER_FIELDS nor a request line limit is me
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from typing import Any
 
 from django.http import HttpResponse, QueryDict
@@ -18,19 +20,22 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.actions import BULK_CAP, BulkSummary, do_bulk, new_token
+from console.actions import BULK_CAP, BulkSummary, do_bulk, new_token, read_progress
 from console.errors import error_page
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
 from console.operate.reads import read_bulk_plan
 from console.operate.sweep import Sweep, describe, parse_range, read_sweep
 from console.operate.views import operator_view, recover
+from console.polling import read
 from console.urlstate import FilterError
 from console.works.filters import WorkFilter, parse_work_filter
 from storage.default import default_store
 from storage.ops.manual import Action
 
 CONFIRM = "console/bulk_confirm.html"
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+DONE_SHOWN = 1000  # rows of the summary's "done" list; the rest are counted
 NOTHING = "Tick the Works to act on, or act on everything the filter matches."
 
 
@@ -128,7 +133,7 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         ids = [w.id for w in sweep.eligible]
         # ``sweep.left`` was read before acting, on Work after this run's range: the
         # action does not touch it, so it is what is left.
-        return _summary(request, _do(request, act, ids, form), f, sweep=sweep)
+        return _summary(request, _do(request, act, ids, form, progress=True), f, sweep=sweep)
     selected = _selected_ids(request.POST)
     if not selected or len(selected) > BULK_CAP:
         return _confirm_selected(request, act, selected, f)
@@ -137,7 +142,14 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
     return _summary(request, _do(request, act, selected, form), f)
 
 
-def _do(request: HtmxHttpRequest, act: Action, ids: list[str], form: ActionForm) -> BulkSummary:
+def _do(
+    request: HtmxHttpRequest,
+    act: Action,
+    ids: list[str],
+    form: ActionForm,
+    *,
+    progress: bool = False,
+) -> BulkSummary:
     return do_bulk(
         default_store(),
         username=request.user.get_username(),
@@ -145,7 +157,20 @@ def _do(request: HtmxHttpRequest, act: Action, ids: list[str], form: ActionForm)
         work_ids=ids,
         reason=form.cleaned_data["reason"],
         token=form.cleaned_data["token"],
+        progress=progress,
     )
+
+
+@require_GET
+@operator_view
+def bulk_progress(request: HtmxHttpRequest) -> HttpResponse:
+    """How far the bulk action submitted with ``token`` has got: the region the
+    confirmation polls while its POST runs (the POST's answer replaces it)."""
+    token = request.GET.get("token", "")
+    if not TOKEN.match(token):
+        return error_page(request, 400, "Invalid request", "The token is malformed.")
+    state = read(lambda tx: read_progress(tx, token))
+    return render(request, "console/_bulk_progress.html", {"progress": state})
 
 
 def _confirm_selected(
@@ -202,6 +227,8 @@ def _summary(
         "sweep": sweep,
         "skipped": skipped,
         "skipped_count": len(skipped),
+        "skipped_by_reason": Counter(why for _, why in skipped).most_common(),
+        "done_shown": summary.done[:DONE_SHOWN],
         "words": describe(f),
         "back": reverse("home") + f.querystring(),
         "rest_url": rest_url,

@@ -93,6 +93,10 @@ class BulkPlan:
     tries: dict[str, LastTry]  # the eligible Work's last tries
     now: int
 
+    @property
+    def shown(self) -> list[Work]:
+        return self.eligible  # "selected" is at most a page of rows
+
 
 def read_bulk_plan(action: Action, work_ids: list[str]) -> BulkPlan:
     """Split the selected Works into eligible and excluded-with-reason (what the filter

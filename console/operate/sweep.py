@@ -25,6 +25,9 @@ from storage import TERMINAL_WORK_STATES, Tx, Work, WorkKey, WorkOrder, WorkQuer
 from storage.ops.manual import Action
 
 CHUNK = 500  # Work read per query while scanning
+# Eligible Work the confirmation lists row by row, each with its last attempt; the
+# rest are counted (a page of 10,000 rows helps nobody decide and weighs megabytes).
+SHOWN = 500
 # Rows scanned per run at most, eligible or not: a request stays bounded even when
 # most of the range is refused (e.g. running Work under a retry).
 SCAN_LIMIT = 10 * BULK_CAP
@@ -58,6 +61,11 @@ class Sweep:
     cap: int
     tries: dict[str, LastTry]  # the eligible Work's last tries (the confirmation's)
     now: int
+
+    @property
+    def shown(self) -> list[Work]:
+        """The eligible Work the confirmation lists (the first SHOWN)."""
+        return self.eligible[:SHOWN]
 
     @property
     def matching(self) -> int:
@@ -148,7 +156,7 @@ def read_sweep(
             untouched=untouched,
             scanned=scanned,
             cap=BULK_CAP,
-            tries=read_last_tries(tx, eligible) if tries else {},
+            tries=read_last_tries(tx, eligible[:SHOWN]) if tries else {},
             now=tx.now,
         )
 

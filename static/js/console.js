@@ -191,6 +191,21 @@
     }
   });
 
+  /* A bulk run: while its POST runs, its progress region polls the run's progress
+     record; the POST's answer (the summary) replaces the page and the region. */
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form || !form.matches || !form.matches("form[data-bulk-run]") || !window.htmx) return;
+    var region = document.querySelector("#bulk-progress[data-progress-url]");
+    if (!region || region.hasAttribute("hx-get")) return;
+    region.hidden = false;
+    region.textContent = "Starting…";
+    region.setAttribute("hx-get", region.dataset.progressUrl);
+    region.setAttribute("hx-trigger", "every 1s");
+    region.setAttribute("hx-swap", "innerHTML");
+    window.htmx.process(region);
+  });
+
   /* The interval picker submits itself when changed. */
   document.addEventListener("change", function (evt) {
     var t = evt.target;

@@ -274,3 +274,25 @@ def publish(data: bytes, media_type: str = "text/plain") -> ArtifactRef:
     with default_artifacts().create(media_type) as writer:
         writer.write(data)
         return writer.commit()
+
+
+def exhausted_many(work_ids: Sequence[str], *, kind: str = KIND, per_tx: int = 500) -> None:
+    """Many exhausted Work fast (``per_tx`` per transaction, not one each): each has one
+    failed attempt and nothing scheduled, as ``exhausted`` makes one."""
+
+    def batch(ids: Sequence[str]) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            for work_id in ids:
+                tx.put_work(Work(id=work_id, kind=kind))
+                x = tx.put_execution(
+                    Execution(id=f"{work_id}-x1", work_id=work_id, attempt=1, executor="python")
+                )
+                x = tx.claim(x.id, "worker-1", tx.now + seconds(30))
+                failed = Outcome(OutcomeKind.FAILED, "upstream returned 502 Bad Gateway")
+                tx.put_execution(replace(x, state=ExecutionState.FAILED, outcome=failed))
+                tx.put_work(replace(tx.work(work_id), state=WorkState.READY))
+
+        return run
+
+    for start in range(0, len(work_ids), per_tx):
+        transact(batch(work_ids[start : start + per_tx]))
