@@ -139,7 +139,7 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         return _confirm_selected(request, act, selected, f)
     if not form.is_valid():
         return _page(request, form, f, plan=read_bulk_plan(act, selected), status=400)
-    return _summary(request, _do(request, act, selected, form), f)
+    return _summary(request, _do(request, act, selected, form, progress=True), f)
 
 
 def _do(
