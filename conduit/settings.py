@@ -48,6 +48,8 @@ if PRODUCTION and DEBUG:
 DATA_DIR = env_path("CONDUIT_DATA_DIR", BASE_DIR / "data", base=BASE_DIR)
 private_folder(DATA_DIR)
 ARTIFACT_DIR = env_path("CONDUIT_ARTIFACT_DIR", DATA_DIR / "artifacts", base=BASE_DIR)
+# Routed runs' files: runs/<run>/{control-key, control/, artifacts/} (storage/routed).
+ROUTED_STATE_DIR = env_path("CONDUIT_ROUTED_STATE_DIR", DATA_DIR / "routed", base=BASE_DIR)
 SQLITE_PATH = env_path("CONDUIT_SQLITE_PATH", DATA_DIR / "conduit.sqlite3", base=BASE_DIR)
 # One test database file per pytest process, so concurrent runs never share (and break)
 # each other's file; exported so that processes the tests start open the same file.

@@ -14,7 +14,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -54,6 +54,38 @@ def open_dir_beneath(root: Path, parts: Sequence[str], *, create: int | None = N
         os.close(directory)
         raise
     return directory
+
+
+def walk_beneath(root: Path) -> Iterator[tuple[int, str, str, os.stat_result]]:
+    """Every entry beneath ``root`` that is not a directory, depth first by name, as
+    (its directory's descriptor, its relative POSIX path, its name, its ``lstat``).
+    Directories are entered through descriptors, never through a link (a link is
+    yielded, not entered); the descriptor stays open until the next item, so the
+    caller can act on the entry relative to it (``dir_fd=``)."""
+    top = open_dir_beneath(root, ())
+    try:
+        yield from _walk(top, "")
+    finally:
+        os.close(top)
+
+
+def _walk(directory: int, prefix: str) -> Iterator[tuple[int, str, str, os.stat_result]]:
+    for name in sorted(os.listdir(directory)):
+        try:
+            st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            yield directory, f"{prefix}{name}", name, st
+            continue
+        try:
+            below = open_dir_at(directory, name)
+        except (NotRegular, FileNotFoundError):
+            continue  # swapped for a link or removed since the stat
+        try:
+            yield from _walk(below, f"{prefix}{name}/")
+        finally:
+            os.close(below)
 
 
 def open_beneath(root: Path, parts: Sequence[str]) -> int:

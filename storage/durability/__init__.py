@@ -3,7 +3,8 @@
 Floors, bottom to top: ``children`` (the one environment hand-off to a child process),
 ``bundle`` (what a bundle is: manifest, snapshot references, file copies), ``verify``
 (the checks every bundle passes), ``fence`` (fencing a restored database; retention
-expiry), ``transfer`` (what every engine shares: the one empty-target preamble, the
+expiry), ``routed`` (the routed-run state's copy: workspaces, journals, keys, kept
+private), ``transfer`` (what every engine shares: the one empty-target preamble, the
 artifact copy, the manifest last), then one module per engine, ``sqlite`` and
 ``postgres``, each ending in its ``Engine``. This face adds the lookup by engine name
 (``engine_for``), so ``manage.py backup`` has no branch per engine.
@@ -21,6 +22,7 @@ from .bundle import (
     MANIFEST,
     POSTGRESQL,
     RETENTION_NAMESPACE,
+    ROUTED,
     SQLITE,
     BackupError,
     Manifest,
@@ -44,6 +46,7 @@ __all__ = [
     "POSTGRESQL",
     "RESTORED_DATABASE",
     "RETENTION_NAMESPACE",
+    "ROUTED",
     "SQLITE",
     "BackupError",
     "Engine",

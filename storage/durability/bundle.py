@@ -42,6 +42,7 @@ SQLITE, POSTGRESQL = "sqlite", "postgresql"
 DATABASE_FILES = {SQLITE: DATABASE, POSTGRESQL: DUMP}
 ENGINE_LABELS = {SQLITE: "SQLite", POSTGRESQL: "PostgreSQL"}
 ARTIFACTS = "artifacts"
+ROUTED = "routed"  # the routed-run state directory's copy (``durability.routed``)
 OMITTED_REASON = "retention_expired"
 # Where the retention policy records an expiry (``fence.mark_retention_expired``).
 RETENTION_NAMESPACE = "retention"
@@ -306,7 +307,8 @@ def bundle_path(bundle: Path, rel: str) -> Path:
     parts = PurePosixPath(rel).parts
     if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
         raise BackupError(f"{bundle}/{MANIFEST} is invalid: it names the path {rel!r}")
-    if rel not in (DATABASE, DUMP) and not rel.startswith(f"{ARTIFACTS}/objects/"):
+    inside = rel.startswith((f"{ARTIFACTS}/objects/", f"{ROUTED}/"))
+    if rel not in (DATABASE, DUMP) and not inside:
         raise BackupError(f"{bundle}/{MANIFEST} is invalid: unexpected file {rel!r}")
     return bundle.joinpath(*parts)
 

@@ -48,6 +48,7 @@ from .bundle import (
 )
 from .children import child_environment
 from .fence import fence_here, fence_in_child
+from .routed import configured_routed_root
 from .transfer import (
     CREATE_REFUSAL,
     NEVER_TWO,
@@ -283,9 +284,11 @@ def create_pg_backup(
     using: str = "view",
     progress: Progress | None = None,
     build: Mapping[str, str] | None = None,
+    routed_root: Path | None = None,
 ) -> Manifest:
-    """Write a complete bundle of the PostgreSQL database behind ``using`` and the
-    committed artifacts it references into ``dest`` (absent or empty): one
+    """Write a complete bundle of the PostgreSQL database behind ``using``, the
+    committed artifacts it references and the routed-run state under ``routed_root``
+    into ``dest`` (absent or empty): one
     ``pg_dump_with`` writes ``db.dump`` and reads the references in the same snapshot;
     then the shared artifact copy and manifest. On any failure nothing is left in
     ``dest``."""
@@ -309,7 +312,15 @@ def create_pg_backup(
             "artifacts": str(artifact_root),
         }
         return complete_bundle(
-            dest, DUMP, refs, artifact_root, source=source, build=build, say=say, engine=POSTGRESQL
+            dest,
+            DUMP,
+            refs,
+            artifact_root,
+            source=source,
+            build=build,
+            say=say,
+            engine=POSTGRESQL,
+            routed_root=routed_root,
         )
 
 
@@ -404,7 +415,12 @@ class PostgresEngine:
     def create(self, dest: Path, *, progress: Progress) -> Manifest:
         from django.conf import settings
 
-        return create_pg_backup(Path(settings.ARTIFACT_DIR), dest, progress=progress)
+        return create_pg_backup(
+            Path(settings.ARTIFACT_DIR),
+            dest,
+            progress=progress,
+            routed_root=configured_routed_root(),
+        )
 
     def verify(self, bundle: Path, say: Progress) -> Manifest:
         return verify(bundle, say)

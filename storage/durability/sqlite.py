@@ -52,6 +52,7 @@ from .bundle import (
     snapshot_refs,
 )
 from .fence import fence_here, fence_in_child
+from .routed import configured_routed_root
 from .transfer import (
     CREATE_REFUSAL,
     NEVER_TWO,
@@ -108,9 +109,11 @@ def create_backup(
     *,
     progress: Progress | None = None,
     build: Mapping[str, str] | None = None,
+    routed_root: Path | None = None,
 ) -> Manifest:
-    """Write a complete bundle of ``database`` (a live SQLite file) and the committed
-    artifacts it references from ``artifact_root`` into ``dest`` (absent or empty).
+    """Write a complete bundle of ``database`` (a live SQLite file), the committed
+    artifacts it references from ``artifact_root`` and the routed-run state under
+    ``routed_root`` into ``dest`` (absent or empty).
     On any failure nothing is left in ``dest`` (and no manifest was ever written)."""
     say = progress or quiet
     with into_empty(dest, CREATE_REFUSAL):
@@ -120,7 +123,15 @@ def create_backup(
         refs = read_snapshot(dest / DATABASE)
         source = {"database": str(database), "artifacts": str(artifact_root)}
         return complete_bundle(
-            dest, DATABASE, refs, artifact_root, source=source, build=build, say=say, engine=SQLITE
+            dest,
+            DATABASE,
+            refs,
+            artifact_root,
+            source=source,
+            build=build,
+            say=say,
+            engine=SQLITE,
+            routed_root=routed_root,
         )
 
 
@@ -257,7 +268,11 @@ class SqliteEngine:
         from django.conf import settings
 
         return create_backup(
-            _configured_database(), Path(settings.ARTIFACT_DIR), dest, progress=progress
+            _configured_database(),
+            Path(settings.ARTIFACT_DIR),
+            dest,
+            progress=progress,
+            routed_root=configured_routed_root(),
         )
 
     def verify(self, bundle: Path, say: Progress) -> Manifest:

@@ -8,13 +8,15 @@
   artifact, fsync the tree, publish ``manifest.json`` last.
 - ``verified``: a restore's first step, the bundle of the expected engine, verified.
 - ``restore_artifacts``: the artifact copies into ``<data dir>/artifacts`` as the file
-  artifact store lays them out, each checked against the manifest.
+  artifact store lays them out, and the routed-run state into ``<data dir>/routed``
+  (private), each checked against the manifest.
 - ``Engine``: what each engine module offers the backup command, and ``Restored``,
   what a restore reports.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -46,6 +48,7 @@ from .bundle import (
     file_entry,
     load_manifest,
 )
+from .routed import PRIVATE_FILE, copy_routed_state, is_routed, private_dirs
 
 CREATE_REFUSAL = "exists and is not an empty directory"
 RESTORE_REFUSAL = (
@@ -90,13 +93,18 @@ def complete_bundle(
     build: Mapping[str, str] | None,
     say: Progress,
     engine: str,
+    routed_root: Path | None = None,
 ) -> Manifest:
     """What every engine's backup does after its snapshot: copy and verify the
-    referenced artifacts, then publish the manifest last (a bundle without one is no
-    restore point)."""
+    referenced artifacts, copy the routed-run state (``routed_root``: workspaces,
+    journals, keys; ``durability.routed``), then publish the manifest last (a bundle
+    without one is no restore point)."""
     files = [file_entry(dest, database_file)]
     copied, copied_files = _copy_artifacts(artifact_root, refs.required, dest, say)
     files += copied_files
+    files += copy_routed_state(routed_root, dest, say)
+    if routed_root is not None:
+        source = {**source, "routed": str(routed_root)}
     manifest = Manifest(
         schema_version=refs.schema_version,
         record_format=refs.record_format,
@@ -184,9 +192,14 @@ def restore_artifacts(bundle: Path, manifest: Manifest, data_dir: Path, say: Pro
     FileArtifactStore(data_dir / ARTIFACTS)  # the store's layout: shards, tmp/
     entries = [e for e in manifest.files if e.path != manifest.database_file]
     for number, entry in enumerate(entries, 1):
+        say(f"restore {number}/{len(entries)}: {entry.path}")
+        if is_routed(entry.path):  # kept private: 0600 in 0700 directories
+            target = private_dirs(data_dir, entry.path)
+            restore_file(bundle, entry, target, say)
+            os.chmod(target, PRIVATE_FILE)
+            continue
         target = data_dir / PurePosixPath(entry.path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        say(f"restore {number}/{len(entries)}: {entry.path}")
         restore_file(bundle, entry, target, say)
 
 

@@ -1,8 +1,9 @@
 """Verifying a bundle: the checks every engine's bundle passes.
 
 ``verify_files`` checks the manifest (present, valid, versions not newer than this
-code, the database file of its engine listed and no other) and every listed file's
-size and SHA-256. ``check_references`` and ``check_copied`` compare the manifest's
+code, the database file of its engine listed and no other), every listed file's size
+and SHA-256, and the routed-run state's copy (``routed.verify_routed``: private, every
+journal verifying under its key). ``check_references`` and ``check_copied`` compare the manifest's
 artifacts with what the snapshot references. Each engine's ``verify`` adds its own
 check of the database file (``sqlite``: ``integrity_check`` and the references read in
 the snapshot; ``postgres``: ``pg_restore --list``); ``storage.durability.verify_backup``
@@ -29,6 +30,7 @@ from .bundle import (
     digest,
     load_manifest,
 )
+from .routed import verify_routed
 
 
 def verify_files(bundle: Path, say: Progress) -> tuple[Manifest, dict[str, FileEntry]]:
@@ -63,6 +65,8 @@ def verify_files(bundle: Path, say: Progress) -> tuple[Manifest, dict[str, FileE
                 f"{entry.path} has {found.size} bytes sha256 {found.sha256}, the manifest "
                 f"says {entry.size} bytes sha256 {entry.sha256}"
             )
+    fail_on(bundle, problems)
+    verify_routed(bundle, manifest, problems)
     fail_on(bundle, problems)
     return manifest, listed
 

@@ -107,6 +107,8 @@ def open_run_dir(state_root: Path, run_id: RunID, *, create: bool) -> int:
     """The descriptor of ``state_root/runs/<run_id>`` (made 0700 when ``create``),
     never through a link."""
     check_id(RunID, run_id)
+    if create:  # the state root is configuration: made if absent, private
+        Path(state_root).mkdir(mode=_PRIVATE_DIR, parents=True, exist_ok=True)
     try:
         return open_dir_beneath(
             Path(state_root), ("runs", run_id), create=_PRIVATE_DIR if create else None

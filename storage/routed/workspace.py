@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..beneath import NotRegular, open_dir_at, open_dir_beneath, open_file_at
+from ..beneath import NotRegular, open_dir_beneath, open_file_at, walk_beneath
 from .errors import InvalidPath, SizeCapExceeded, SymlinkRejected, UnsafePermissions
 from .ids import ArtifactID, AttemptID, RunID, check_id
 from .paths import ARTIFACT_MAX_PER_FILE, ARTIFACT_MAX_TOTAL, check_relative_path
@@ -195,38 +195,9 @@ class ArtifactWorkspace:
         accepted and is not being written; returns their paths, sorted. Directories
         are left in place."""
         accepted = {a.relative_path for a in self.list_metadata()}
+        quiet_before = time.time() - quiet_seconds
         removed: list[str] = []
-        directory = open_dir_beneath(self._root, ())
-        try:
-            self._sweep(directory, (), accepted, time.time() - quiet_seconds, removed)
-        finally:
-            os.close(directory)
-        return sorted(removed)
-
-    def _sweep(
-        self,
-        directory: int,
-        prefix: tuple[str, ...],
-        accepted: set[str],
-        quiet_before: float,
-        removed: list[str],
-    ) -> None:
-        for name in sorted(os.listdir(directory)):
-            rel = "/".join((*prefix, name))
-            try:
-                st = os.stat(name, dir_fd=directory, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                try:
-                    below = open_dir_at(directory, name)
-                except NotRegular:
-                    continue  # swapped for a link since the stat: the next sweep sees it
-                try:
-                    self._sweep(below, (*prefix, name), accepted, quiet_before, removed)
-                finally:
-                    os.close(below)
-                continue
+        for directory, rel, name, st in walk_beneath(self._root):
             if rel in accepted or st.st_mtime > quiet_before:
                 continue
             if stat.S_ISREG(st.st_mode) and _held_open(directory, name):
@@ -234,6 +205,7 @@ class ArtifactWorkspace:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=directory)
                 removed.append(rel)
+        return sorted(removed)
 
 
 def _held_open(directory: int, name: str) -> bool:

@@ -111,6 +111,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.routed.workspace", 3),
     ("storage.routed.journal", 3),
     ("storage.routed.progress", 3),
+    ("storage.routed.verify", 3),
     ("storage.routed", 3),
     ("storage.apps", 3),
     ("storage.ops", 4),
