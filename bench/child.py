@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import history, load, readers, routed, selection, throughput, triage, worklist
+from . import history, load, readers, routed, routed_files, selection, throughput, triage, worklist
 
 # Tasks that must not load Django: the plain-driver baselines of benchmark 1.
 PLAIN: dict[str, Callable[..., Any]] = {
@@ -30,6 +30,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "load.setup": load.setup,
     "routed.measure": routed.measure,
     "triage.measure": triage.measure,
+    "routed_files.measure": routed_files.measure,
 }
 
 

@@ -19,13 +19,13 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import history, load, readers, routed, selection, throughput, triage, worklist
+from . import history, load, readers, routed, routed_files, selection, throughput, triage, worklist
 from .config import FULL, QUICK, TOY, Sizes
 from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5", "6", "7")
+ALL = ("1", "2", "3", "4", "5", "6", "7", "8")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
@@ -34,6 +34,7 @@ TITLES = {
     "5": "Under load",
     "6": "Routed runs: admission and control",
     "7": "Triage: exhausted Work, error groups, bulk retry",
+    "8": "Routed runs: journal appends and artifact accepts",
 }
 
 
@@ -45,7 +46,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6,7)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6,7,8)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             sections[number] = section
 
     try:
-        if only & {"1", "2", "6"}:
+        if only & {"1", "2", "6", "8"}:
             pg, pg_status = find(args.pg)
             if pg is not None:
                 pg_status = pg.describe()
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             "7",
             lambda: triage.run(ws, {key: history_of(key) for key in ("small", "large")}, sizes),
         )
+        attempt("8", lambda: routed_files.run(ws, sizes, pg))
     finally:
         if pg is not None:
             pg.close()

@@ -65,7 +65,7 @@ def new_artifact_workspace(root: Path, run_id: RunID, *, store: RoutedStore) -> 
     be reached through links; nothing below it may."""
     check_id(RunID, run_id)
     root = Path(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
+    root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         root.mkdir(mode=0o700)
     if not root.is_dir():

@@ -18,6 +18,7 @@ SECTIONS = (
     "## 5. Under load",
     "## 6. Routed runs: admission and control",
     "## 7. Triage: exhausted Work, error groups, bulk retry",
+    "## 8. Routed runs: journal appends and artifact accepts",
 )
 
 
