@@ -21,6 +21,7 @@ from .records import (
     Event,
     Execution,
     Guard,
+    IdMatch,
     LeaseRef,
     Nanos,
     Scope,
@@ -217,6 +218,14 @@ class Tx(Protocol):
         ...
 
     def active_waits(self, work_id: str = "") -> list[Wait]: ...
+
+    # Lookup by ID prefix (meaning: storage/meaning/ids.py) --------------------------
+    def find_ids(self, prefix: str, limit: int = 10) -> list[IdMatch]:
+        """Records of every kind (Work, Event, Execution, Wait, Timer, Scope, run
+        record) whose ID starts with ``prefix`` (exactly: no wildcards), at most
+        ``limit`` (1 to ``FIND_IDS_MAX``) of each kind, by kind then ID. An exact ID
+        is its own prefix. Each kind is one range read of its ID index."""
+        ...
 
     # Namespaced KV --------------------------------------------------------------
     def kv_get(self, namespace: str, key: str) -> bytes: ...

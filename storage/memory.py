@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from . import codec
 from .clock import wall_clock
+from .meaning import ids as id_meaning
 from .meaning import series, triage
 from .meaning.events import EventScan
 from .meaning.query import select_facets, select_works
@@ -27,6 +28,8 @@ from .records import (
     Event,
     Execution,
     Guard,
+    IdKind,
+    IdMatch,
     Nanos,
     Route,
     StoredEvent,
@@ -44,6 +47,16 @@ from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
 
 T = TypeVar("T")
+
+# The record tables behind the ID kinds that are records (Events and run records are
+# kept apart).
+_ID_TABLES: dict[IdKind, Table] = {
+    IdKind.WORK: "work",
+    IdKind.EXECUTION: "execution",
+    IdKind.WAIT: "wait",
+    IdKind.TIMER: "timer",
+    IdKind.SCOPE: "scope",
+}
 
 
 @dataclass
@@ -215,6 +228,21 @@ class MemoryTx(BaseTx):
 
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         return triage.select_error_groups(query, self._list("work"))
+
+    def _prefix_ids(self, kind: IdKind, prefix: str, limit: int) -> list[IdMatch]:
+        owners: dict[str, str]
+        if kind is IdKind.EVENT:
+            events = (self._stored(seq) for seq in self.state.event_ids.values())
+            owners = {e.id: e.event.work_id or (e.route.work_id if e.route else "") for e in events}
+        elif kind is IdKind.RUN:
+            owners = dict.fromkeys(self.state.runs, "")
+        else:
+            records = self._list(_ID_TABLES[kind])
+            owners = {
+                r.id: r.id if kind is IdKind.WORK else getattr(r, "work_id", "") for r in records
+            }
+        found = id_meaning.matches(prefix, list(owners), limit)
+        return [IdMatch(kind, i, owners[i]) for i in found]
 
     def _kv_get(self, namespace: str, key: str) -> bytes | None:
         return self.state.kv.get((namespace, key))

@@ -335,6 +335,28 @@ def is_live(table: Table, record: Work | Execution | Scope | Timer | Wait) -> bo
     return isinstance(record, Work | Execution | Wait) and record.state in states
 
 
+class IdKind(enum.StrEnum):
+    """The kinds of record an ID can name, in the order ``find_ids`` answers."""
+
+    WORK = "work"
+    EVENT = "event"
+    EXECUTION = "execution"
+    WAIT = "wait"
+    TIMER = "timer"
+    SCOPE = "scope"
+    RUN = "run"  # a durable run record (``storage.runs``)
+
+
+@dataclass(frozen=True, slots=True)
+class IdMatch:
+    """A record whose ID starts with a searched prefix: its kind, its ID and the Work
+    it belongs to ("" for a Scope, a run record and an Event that names no Work)."""
+
+    kind: IdKind
+    id: str
+    work_id: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkKey:
     """Keyset cursor of a WorkQuery page: the sort time and ID of the last row seen."""

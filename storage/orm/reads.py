@@ -19,6 +19,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 
 from .. import codec
 from ..meaning.events import EventScan
+from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
 from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
 from ..records import (
@@ -26,6 +27,8 @@ from ..records import (
     ErrorGroup,
     Event,
     Execution,
+    IdKind,
+    IdMatch,
     Nanos,
     Route,
     StoredEvent,
@@ -45,6 +48,23 @@ _WORK_SCOPE = f"(SELECT w.scope_id FROM {schema.WORK} w WHERE w.id = x.work_id)"
 # The attempts (alias x) of the dashboards' attempt reads.
 _ATTEMPTS = f"{schema.EXECUTION} x"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+# Per ID kind: the table, its ID column, the SQL of the owning Work's ID, and the
+# condition of rows that exist (a deleted Timer's row is a revision tombstone).
+_ID_COLUMNS: dict[IdKind, tuple[str, str, str, bool]] = {
+    IdKind.WORK: (schema.WORK, "id", "id", False),
+    IdKind.EVENT: (
+        schema.EVENT,
+        "id",
+        "CASE WHEN work_id <> '' THEN work_id ELSE route_work_id END",
+        False,
+    ),
+    IdKind.EXECUTION: (schema.EXECUTION, "id", "work_id", False),
+    IdKind.WAIT: (schema.WAIT, "id", "work_id", False),
+    IdKind.TIMER: (schema.TIMER, "id", "work_id", True),
+    IdKind.SCOPE: (schema.SCOPE, "id", "''", False),
+    IdKind.RUN: (schema.RUN_RECORD, "run_id", "''", False),
+}
 
 # The columns of an Event row that make a StoredEvent.
 EVENT_FIELDS = ("seq", "data", "scope_id", "route_work_id", "disposition", "routed_ns")
@@ -202,6 +222,18 @@ class OrmReads(BaseTx):
         if before is not None:
             qs = qs.filter(received__lt=before)
         return qs
+
+    # -- lookup by ID prefix --------------------------------------------------------
+    def _prefix_ids(self, kind: IdKind, prefix: str, limit: int) -> list[IdMatch]:
+        table, column, owner, tombstones = _ID_COLUMNS[kind]
+        upper = prefix_upper(prefix)
+        where = self.dialect.prefix_range(column, upper is not None)
+        if tombstones:
+            where = f"live = {self.dialect.true} AND {where}"
+        sql = f"SELECT {column}, {owner} FROM {table} WHERE {where} LIMIT %s"
+        params = [prefix, upper, limit] if upper is not None else [prefix, limit]
+        self._cursor.execute(sql, params)
+        return [IdMatch(kind, id, work_id) for id, work_id in self._cursor.fetchall()]
 
     # -- run records ----------------------------------------------------------------
     def _run_row(self, run_id: str) -> RunRow | None:

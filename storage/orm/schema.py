@@ -117,6 +117,8 @@ PER_WORK: tuple[Table, ...] = tuple(t for t, spec in TABLES.items() if spec.per_
 
 WORK = WorkRow._meta.db_table
 EXECUTION = ExecutionRow._meta.db_table
+SCOPE = ScopeRow._meta.db_table
+WAIT = WaitRow._meta.db_table
 TIMER = TimerRow._meta.db_table
 EVENT = EventRow._meta.db_table
 KEY = KeyRow._meta.db_table

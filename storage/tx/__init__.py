@@ -3,7 +3,7 @@
 ``BaseTx`` implements every ``Tx`` operation: validation, lifecycle tables, revisions,
 ownership, fencing, timers, waits, KV, run records and dashboard reads. It is composed
 from one class per section of the contract (``events``, ``work``, ``executions``,
-``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``) over the plumbing
+``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``, ``lookup``) over the plumbing
 in ``base`` and the row hooks in ``rows``. Backends subclass ``BaseTx`` and supply only
 the hooks of ``rows.Rows``. Each operation checks everything before its first write, so
 an operation that raises has no effect even when the callback swallows the error
@@ -15,6 +15,7 @@ from .dashboard import DashboardRules
 from .events import EventRules
 from .executions import ExecutionRules
 from .kv import KvRules
+from .lookup import LookupRules
 from .runs import RunRules
 from .scopes import ScopeRules
 from .timers import TimerRules
@@ -32,6 +33,7 @@ class BaseTx(
     KvRules,
     RunRules,
     DashboardRules,
+    LookupRules,
 ):
     """Every ``Tx`` operation; a backend subclasses it and implements ``rows.Rows``."""
 

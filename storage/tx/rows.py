@@ -20,6 +20,8 @@ from ..records import (
     ErrorGroup,
     Event,
     Execution,
+    IdKind,
+    IdMatch,
     Nanos,
     Route,
     Scope,
@@ -152,6 +154,12 @@ class Rows(ABC):
     @abstractmethod
     def _store_version(self) -> int:
         """Count of committed write transactions (a store-wide change counter)."""
+
+    # -- lookup by ID prefix --------------------------------------------------------
+    @abstractmethod
+    def _prefix_ids(self, kind: IdKind, prefix: str, limit: int) -> list[IdMatch]:
+        """The first ``limit`` records of ``kind`` whose ID starts with ``prefix``, by
+        ID (``meaning.ids``); a deleted Timer is not one. One indexed range read."""
 
     # -- KV -------------------------------------------------------------------------
     @abstractmethod

@@ -1,0 +1,79 @@
+"""``find_ids`` is an index range scan on each engine, for every ID kind: the plan of
+each statement it sends names an index and needs no sort, so its cost follows the
+matches (at most the limit) and not the table. SQLite plans with EXPLAIN QUERY PLAN;
+PostgreSQL with EXPLAIN, sequential scans priced out (on a handful of rows it would
+rightly prefer one) so the test asks whether an index can serve the statement at all.
+The Event ID keeps the database's collation there (ICU en-US on the test cluster),
+which is why the statement uses the byte-wise pattern operators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from storage import Guard, Tx
+from storage.orm import OrmStore
+
+from ..support import FakeClock, make_event, make_scope, make_work
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
+
+
+@pytest.fixture
+def store() -> Iterator[OrmStore]:
+    opened = OrmStore(clock=FakeClock())
+    yield opened
+    opened.close()
+
+
+def _statements(store: OrmStore, fn: Callable[[Tx], object]) -> list[tuple[str, Any]]:
+    seen: list[tuple[str, Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "~>=~" in sql or ">= %s" in sql:
+            seen.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    with connections["view"].execute_wrapper(record):
+        store.view(fn)
+    return seen
+
+
+def _plan(sql: str, params: list[Any]) -> str:
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        cursor.execute("SET enable_seqscan = off")
+        try:
+            cursor.execute("EXPLAIN " + sql, params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("RESET enable_seqscan")
+
+
+def test_each_kind_is_one_indexed_range_read_without_a_sort(store: OrmStore) -> None:
+    def fill(t: Tx) -> None:
+        t.put_scope(make_scope("needle-scope"))
+        for n in range(20):
+            t.put_work(make_work(f"needle-{n:02}"))
+            t.accept_event(make_event(f"needle-e{n:02}"))
+
+    store.transact(Guard(), fill)
+    statements = _statements(store, lambda t: t.find_ids("needle-0", 5))
+    assert len(statements) == 7, [s for s, _ in statements]  # one per kind
+    vendor = connections["default"].vendor
+    for sql, params in statements:
+        plan = _plan(sql, params)
+        if vendor == "sqlite":
+            assert " USING " in plan, (sql, plan)
+            assert "INDEX" in plan, (sql, plan)
+            assert "TEMP B-TREE" not in plan, (sql, plan)
+        else:
+            assert "Index" in plan, (sql, plan)
+            assert "Seq Scan" not in plan, (sql, plan)
+            assert "Sort" not in plan, (sql, plan)
