@@ -274,9 +274,14 @@ def parse_work_filter(data: QueryDict, now_ns: int | None = None) -> WorkFilter:
 
 def parse_search(q: str) -> Search:
     """Split a search box into qualifiers (``state:running``) and bare terms. Quotes
-    group words (``kind:"a b"``); a stray quote falls back to splitting on spaces."""
+    group words (``kind:"a b"``); a stray quote falls back to splitting on spaces;
+    backslashes and "#" are ordinary characters (IDs may hold them)."""
+    lexer = shlex.shlex(q, posix=True)
+    lexer.whitespace_split = True
+    lexer.escape = ""  # a backslash is part of an ID, not an escape
+    lexer.commenters = ""  # so is a "#"
     try:
-        words = shlex.split(q)
+        words = list(lexer)
     except ValueError:
         words = q.split()
     qualifiers: dict[str, list[str]] = {}

@@ -7,13 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console.attempts import LastTry, attempt_label, last_try, read_last_tries, wait_label
-from console.polling import polled_view, read
+from console.polling import polled_view
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
 from storage import (
-    CorrelationKey,
     Execution,
-    NotFound,
     StoredEvent,
     Timer,
     Tx,
@@ -89,26 +87,6 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
         )
 
     return polled_view(seen, build)
-
-
-def find_work(term: str) -> str | None:
-    """The ID of the Work a search term names: its ID, or a correlation key written
-    ``source/external_id`` (sources may contain "/": every split is tried)."""
-
-    def find(tx: Tx) -> str | None:
-        try:
-            return tx.work(term).id
-        except NotFound:
-            pass
-        for i, char in enumerate(term):
-            if char == "/" and 0 < i < len(term) - 1:
-                try:
-                    return tx.work_by_key(CorrelationKey(term[:i], term[i + 1 :])).id
-                except NotFound:
-                    continue
-        return None
-
-    return read(find)
 
 
 # ---------------------------------------------------------------- Work detail

@@ -12,6 +12,7 @@ from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
 from console.urlstate import FilterError
 from console.works.filters import (
+    QUALIFIERS,
     apply_search,
     facet_entries,
     filter_form,
@@ -22,7 +23,9 @@ from console.works.filters import (
     parse_work_filter,
     raw_form,
 )
-from console.works.reads import find_work, read_work_detail, read_work_list
+from console.works.reads import read_work_detail, read_work_list
+from console.works.search import CANDIDATES, MIN_PREFIX, look_up, unknown_values
+from storage import Invalid
 from storage.default import default_artifacts
 
 TEMPLATE = "console/work_list.html"
@@ -37,20 +40,26 @@ def work_list(request: HtmxHttpRequest) -> HttpResponse:
         search = parse_search(request.GET.get("q", ""))
         if search.qualifiers:
             f = apply_search(f, search)
-    except FilterError as exc:
-        invalid = {"errors": exc.errors, "form": raw_form(request.GET)}
+        found = look_up(search.terms[0], f) if len(search.terms) == 1 else None
+    except (FilterError, Invalid) as exc:
+        errors = exc.errors if isinstance(exc, FilterError) else {"q": f"Cannot search: {exc}."}
+        invalid = {"errors": errors, "form": raw_form(request.GET)}
         return render(request, TEMPLATE, form_choices(invalid), status=400)
-    if len(search.terms) == 1:
-        work_id = find_work(search.terms[0])
-        if work_id is not None:
-            return redirect("work_detail", work_id=work_id)
+    if found is not None and found.url:
+        return redirect(found.url)
+    context: dict[str, Any] = {"filter": f, "form": filter_form(f), "q": " ".join(search.terms)}
+    unknown = unknown_values(f, search.qualifiers) if search.qualifiers else []
+    if unknown:
+        # Said on the page, not after a redirect to an empty list: the value is wrong.
+        context.update(unknown=unknown, q=request.GET.get("q", ""))
+        return render(request, TEMPLATE, form_choices(context))
     if search.qualifiers:
         # The qualifiers become ordinary filters: one canonical, shareable URL.
         rest = [("q", " ".join(search.terms))] if search.terms else []
         return redirect(reverse("home") + f.querystring(rest))
-    context: dict[str, Any] = {"filter": f, "form": filter_form(f), "q": " ".join(search.terms)}
     if search.terms:
-        context["not_found"] = " ".join(search.terms)
+        context.update(not_found=" ".join(search.terms), lookup=found, qualifiers=QUALIFIERS)
+        context.update(min_prefix=MIN_PREFIX, lookup_limit=CANDIDATES)
         return render(request, TEMPLATE, form_choices(context))
     listing = read_work_list(f, cursor, seen_stamp(request))
     if listing is None:

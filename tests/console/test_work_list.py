@@ -111,7 +111,7 @@ def test_search_for_an_unknown_id_says_so(as_alice, seeded):
     response = as_alice.get("/", {"q": "github/404"})
 
     assert response.status_code == 200
-    assert b"No Work has the ID or correlation key <code>github/404</code>" in response.content
+    assert b"Nothing has the ID or correlation key <code>github/404</code>" in response.content
 
 
 @pytest.mark.parametrize(
