@@ -10,6 +10,12 @@ from django.urls import reverse
 
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
+from console.runtime.previews import (
+    INLINE_LIMIT,
+    PREVIEWED_ATTEMPTS,
+    TAIL_BYTES,
+    attempt_artifacts,
+)
 from console.urlstate import FilterError
 from console.works.filters import (
     QUALIFIERS,
@@ -77,8 +83,16 @@ def work_detail(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     detail = read_work_detail(work_id, seen_stamp(request))
     if detail is None:
         return unchanged()
-    # Artifact content lives beside the database: checked after the read, outside it.
-    artifacts = default_artifacts()
-    missing = {ref.id for x in detail.attempts for ref in x.artifacts if not artifacts.exists(ref)}
-    context = {"detail": detail, "work": detail.work, "missing_artifacts": missing}
+    # Artifact content lives beside the database: read after the read, outside it.
+    artifacts = attempt_artifacts(default_artifacts(), detail.attempts)
+    context = {
+        "detail": detail,
+        "work": detail.work,
+        "missing_artifacts": artifacts.missing,
+        "previews": artifacts.previews,
+        "artifact_names": artifacts.names,
+        "previewed_attempts": PREVIEWED_ATTEMPTS,
+        "inline_kib": INLINE_LIMIT // 1024,
+        "tail_kib": TAIL_BYTES // 1024,
+    }
     return render_region(request, "console/work_detail.html", "work", context)
