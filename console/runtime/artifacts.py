@@ -9,6 +9,7 @@ from django.http.response import HttpResponseBase
 
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page
+from console.runtime.previews import download_name
 from console.runtime.reads import read_artifact_ref
 from storage import ArtifactError
 from storage.artifacts import ArtifactCorrupt
@@ -21,7 +22,7 @@ def artifact_download(
 ) -> HttpResponseBase:
     """Stream an artifact attached to this Execution, always as a download: the bytes
     are whatever an executor wrote, so the browser must never render them."""
-    ref = read_artifact_ref(execution_id, artifact_id)  # NotFound (404) unless attached
+    x, ref = read_artifact_ref(execution_id, artifact_id)  # NotFound (404) unless attached
     artifacts = default_artifacts()
     try:
         # Content-Length comes from the reference: refuse content recorded otherwise.
@@ -39,7 +40,7 @@ def artifact_download(
     response = FileResponse(
         stream,
         as_attachment=True,
-        filename=f"{ref.id}{extension}",
+        filename=download_name(x, ref, extension),
         content_type=ref.media_type,
     )
     response["Content-Length"] = str(ref.size)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +39,9 @@ INLINE_LIMIT = 256 * 1024
 TAIL_BYTES = 64 * 1024
 TAIL_LINES = 50
 PREVIEWED_ATTEMPTS = 3
+
+# Anything but letters, digits, dot, dash and underscore, in a download's file name.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 Shape = Literal["text", "json", "binary"]
 Digest = Literal["match", "mismatch", "unchecked", "unrecorded", "unread"]
@@ -64,6 +68,14 @@ def logical_names(artifacts: Sequence[ArtifactRef]) -> list[str]:
         seen[base] += 1
         names.append(base if seen[base] == 1 else f"{base} {seen[base]}")
     return names
+
+
+def download_name(x: Execution, ref: ArtifactRef, extension: str) -> str:
+    """The file name a download is saved under: Work, attempt and derived name, as in
+    ``<work>-attempt-2-log.txt``, reduced to safe file-name characters."""
+    names = dict(zip((r.id for r in x.artifacts), logical_names(x.artifacts), strict=True))
+    stem = f"{x.work_id}-attempt-{x.attempt}-{names.get(ref.id, ref.id)}"
+    return _UNSAFE.sub("_", stem)[:120] + extension
 
 
 def _subtype(media_type: str) -> str:

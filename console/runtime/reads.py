@@ -165,13 +165,14 @@ def _tree(scopes: list[Scope], counts: dict[str, dict[str, int]]) -> list[ScopeN
     return out
 
 
-def read_artifact_ref(execution_id: str, artifact_id: str) -> ArtifactRef:
-    """The reference attached to this Execution; NotFound for any other ID."""
+def read_artifact_ref(execution_id: str, artifact_id: str) -> tuple[Execution, ArtifactRef]:
+    """The Execution and the reference attached to it; NotFound for any other ID."""
 
-    def find(tx: Tx) -> ArtifactRef:
-        for ref in tx.execution(execution_id).artifacts:
+    def find(tx: Tx) -> tuple[Execution, ArtifactRef]:
+        execution = tx.execution(execution_id)
+        for ref in execution.artifacts:
             if ref.id == artifact_id:
-                return ref
+                return execution, ref
         raise NotFound(f"Execution {execution_id} has no artifact {artifact_id}")
 
     return read(find)

@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from django.conf import settings
 
 from console.runtime.previews import INLINE_LIMIT, TAIL_BYTES, TAIL_LINES, logical_names
@@ -70,7 +69,7 @@ def test_artifacts_are_named_by_what_they_are_not_by_their_hash(as_bob):
 def test_a_report_is_pretty_json_and_hostile_text_is_escaped_and_visible(as_bob):
     hostile = {"html": "<script>alert(1)</script>", "name": "rtl\u202egnp.exe", "n": 1}
     ref = f.publish(json.dumps(hostile).encode(), "application/json")
-    log = f.publish(b"<script>alert(2)</script>\n\u202eevil\n")
+    log = f.publish("<script>alert(2)</script>\n\u202eevil\n".encode())
     failed_with(ref, log)
     html = page(as_bob)
 
@@ -78,7 +77,7 @@ def test_a_report_is_pretty_json_and_hostile_text_is_escaped_and_visible(as_bob)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
     assert "U+202E" in html  # the override shown, not obeyed
-    assert '\n  &quot;n&quot;: 1\n' in html  # indented: one key per line
+    assert "\n  &quot;n&quot;: 1\n" in html  # indented: one key per line
     assert "\u202e" not in html
 
 
