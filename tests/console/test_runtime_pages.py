@@ -55,7 +55,7 @@ def test_timers_show_due_and_overdue_first(as_alice):
     due_html = as_alice.get("/timers?due=1").content.decode()
 
     assert all_html.index("overdue") < all_html.index("later")
-    assert '<tr class="overdue">' in all_html
+    assert '<tr id="timer-overdue" class="overdue">' in all_html  # an anchor search lands on
     assert "overdue" in due_html
     assert ">later<" not in due_html
 
