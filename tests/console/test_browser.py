@@ -226,7 +226,7 @@ def test_download_an_artifact(live_server, browser_page, console_errors):
     download = info.value
 
     assert Path(download.path()).read_bytes() == b"line 1\nline 2\n"
-    assert download.suggested_filename == f"{ref.id}.txt"
+    assert download.suggested_filename == "with-log-attempt-1-log.txt"  # not the hash
     expect(page.locator("h1")).to_contain_text("with-log")
     assert console_errors == []
 
