@@ -11,9 +11,9 @@ such as ``failed`` or ``billing.charge``. ``look_up`` answers in one storage Vie
 3. a prefix of ``MIN_PREFIX`` characters or more that only one record's ID starts with
    lands there; one that several start with lists them with their kinds, up to
    ``CANDIDATES`` of each kind; a shorter one says why it was not tried;
-4. otherwise, "did you mean": the term as a state, kind, source, executor or Scope
-   (by ID or name) that exists, each a link narrowing the current filter, and, for a
-   term shaped ``name:value`` whose name is no qualifier, that it is none.
+4. otherwise, "did you mean": the term as a state, ``is:exhausted``, a kind, source,
+   executor or Scope (by ID or name) that exists, each a link narrowing the current
+   filter, and, for a term shaped ``name:value`` whose name is no qualifier, that it is none.
 
 ``unknown_values`` checks qualifier values the same way (``kind:nope`` names no
 Work), so the list says so instead of silently showing nothing.
@@ -29,7 +29,7 @@ from urllib.parse import quote
 from django.urls import reverse
 
 from console.polling import read
-from console.works.filters import QUALIFIERS, STATE_ORDER, WorkFilter
+from console.works.filters import IS_VALUES, QUALIFIERS, STATE_ORDER, WorkFilter
 from storage import CorrelationKey, IdKind, IdMatch, NotFound, Tx, WorkQuery
 
 # Shorter prefixes match too much to be worth listing (and an operator who has six
@@ -160,6 +160,8 @@ def _suggestions(tx: Tx, term: str, f: WorkFilter, unknown: str) -> list[Suggest
     states = [s.value for s in STATE_ORDER]
     for state in difflib.get_close_matches(word, states, n=2, cutoff=0.75):
         offer("state", state, "a Work state")
+    for value in difflib.get_close_matches(word, IS_VALUES, n=1, cutoff=0.75):
+        offer("is", value, "ready Work that spent its retries")
     probes = (
         ("kind", WorkQuery(kind=term, limit=1), "a kind of Work"),
         ("source", WorkQuery(sources=frozenset({term}), limit=1), "a source of Work"),

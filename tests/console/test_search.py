@@ -113,6 +113,7 @@ def test_a_correlation_key_lands_on_its_work_either_way_it_is_written(
     [
         ("failed", "/?state=failed", "state:failed"),
         ("Ready", "/?state=ready", "state:ready"),
+        ("exhausted", "/?is=exhausted", "is:exhausted"),
         ("sync.crm", "/?kind=sync.crm", "kind:sync.crm"),
         ("stripe", "/?source=stripe", "source:stripe"),
         ('"Acme Corp"', "/?scope=acme", "scope:acme"),
