@@ -248,6 +248,12 @@ _REORDERS = frozenset(
 )
 
 
+def _mark(char: str) -> str:
+    """A control or format character as its code point, named in the title."""
+    name = unicodedata.name(char, "control character")
+    return format_html('<span class="ctl" title="{}">{}</span>', name, f"U+{ord(char):04X}")
+
+
 @register.filter
 def visible(value: Any) -> Any:
     """User text (IDs, names, reasons) for a text node: isolated in ``<bdi>`` so
@@ -259,16 +265,18 @@ def visible(value: Any) -> Any:
         return value
     if _PLAIN.fullmatch(value):
         return value
-    parts, isolate = [], False
-    for char in value:
-        isolate = isolate or unicodedata.bidirectional(char) in _REORDERS
-        if unicodedata.category(char) in _INVISIBLE and char not in _LAYOUT:
-            isolate = True
-            name = unicodedata.name(char, "control character")
-            code = f"U+{ord(char):04X}"
-            parts.append(format_html('<span class="ctl" title="{}">{}</span>', name, code))
-        else:
-            parts.append(escape(char))
-    shown = "".join(parts)
-    # Escaped piecewise above: every character, or our own markup around a code point.
+    # Decided per distinct character, not per character: an inline log is 256 KiB of
+    # a few dozen distinct characters (one loop over every character took seconds).
+    distinct = set(value)
+    isolate = any(unicodedata.bidirectional(c) in _REORDERS for c in distinct)
+    hidden = {c for c in distinct if unicodedata.category(c) in _INVISIBLE and c not in _LAYOUT}
+    # escape() maps each character on its own and leaves the hidden ones as they are,
+    # so they can be replaced after it by our markup.
+    shown: str = escape(value)
+    if hidden:
+        isolate = True
+        marks = {c: _mark(c) for c in hidden}
+        pattern = re.compile("[" + "".join(re.escape(c) for c in sorted(hidden)) + "]")
+        shown = pattern.sub(lambda m: marks[m.group()], shown)
+    # Escaped above: every character, or our own markup around a code point.
     return mark_safe(f"<bdi>{shown}</bdi>" if isolate else shown)  # noqa: S308
