@@ -4,8 +4,11 @@ control half of the spec's WorkflowStore, over ``Rows``.
 ``request_control`` is one transaction: the request is stored (idempotent per workflow
 and key), its authority scope checked, DesiredState updated (cancel wins and stays,
 resolution 9) and the immediate transition applied to the workflow and everything
-under it. Pause asks (PAUSE_REQUESTED); the supervisor reaches the pause boundary
-through ``apply_transition``.
+under it. Pause asks (PAUSE_REQUESTED); the pause boundary is where no attempt of the
+workflow runs (attempts have no pause state, resolution 8): the store moves the
+workflow to PAUSED itself when a pause is desired and it gets there (the request finds
+nothing running, or the last running attempt stops), and the supervisor may report
+one through ``apply_transition``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..enums import (
 )
 from ..envelope import (
     close_active_segment,
+    freeze_active_segment,
     start_active_segment,
     unfreeze_active_segment,
 )
@@ -133,6 +137,8 @@ class ControlRules(WorkflowRules):
             result = self._apply(stored, wf)
             if req.command in (ControlCommand.CANCEL, ControlCommand.PAUSE, ControlCommand.RESUME):
                 self._desire(stored, desired)
+            if req.command is ControlCommand.PAUSE and self._pause_at_boundary(req.workflow_id):
+                result = dataclasses.replace(result, detail="paused: no attempt was running")
         self.append_control_result(stored, result)
         return ControlOutcome(stored, result, replay=False)
 
@@ -298,6 +304,41 @@ class ControlRules(WorkflowRules):
             when=running,
         )
         self._set_workflow(self.get_workflow(wf.record.workflow_id), WorkflowStatus.PAUSE_REQUESTED)
+
+    def _attempt_stopped(self, workflow_id: WorkflowID) -> None:
+        self._pause_at_boundary(workflow_id)
+
+    def _pause_at_boundary(self, workflow_id: WorkflowID) -> bool:
+        """PAUSE_REQUESTED with pause the desired state and no attempt of the
+        workflow running: the boundary is reached, so the workflow pauses now."""
+        wf = self.get_workflow(workflow_id)
+        if wf.record.status is not WorkflowStatus.PAUSE_REQUESTED:
+            return False
+        desired = self._read(DESIRED_STATE, workflow_id)
+        if desired is None or desired.record.desired_command is not ControlCommand.PAUSE:
+            return False
+        for run in self._list(RUN, workflow_id):
+            if self._list(ATTEMPT, run.record.run_id, frozenset({AttemptStatus.RUNNING.name})):
+                return False
+        self._reach_pause_boundary(wf)
+        return True
+
+    def _reach_pause_boundary(self, wf: Stored[WorkflowRecord]) -> Stored[WorkflowRecord]:
+        """PAUSE_REQUESTED -> PAUSED for the workflow and what is under it; the time
+        envelope freezes, so the pause is not charged (resolution 8)."""
+        if wf.record.status is not WorkflowStatus.PAUSE_REQUESTED:
+            raise TransitionError("workflow", wf.record.status, WorkflowStatus.PAUSED)
+        requested = frozenset({"PAUSE_REQUESTED"})
+        self._move_all(
+            wf.record,
+            run=RunStatus.PAUSED,
+            node=NodeStatus.PAUSED,
+            batch=ChildBatchStatus.PAUSED,
+            when=requested,
+        )
+        envelope = self._envelope(wf.record.workflow_id)
+        self._put_envelope(envelope, freeze_active_segment(envelope.record.envelope, self.now_ms))
+        return self._set_workflow(self.get_workflow(wf.record.workflow_id), WorkflowStatus.PAUSED)
 
     def _resume(self, wf: Stored[WorkflowRecord]) -> None:
         was = wf.record.status

@@ -21,7 +21,7 @@ from ..enums import (
     RunStatus,
     WorkflowStatus,
 )
-from ..envelope import consumed_ms, freeze_active_segment, with_amended_ceiling
+from ..envelope import consumed_ms, with_amended_ceiling
 from ..errors import (
     AuthorityDenied,
     CASConflict,
@@ -189,23 +189,6 @@ class RoutedRules(ControlRules, ProgressRules):
             done = self._fail_pause_boundary(wf)
         self._create(TRANSITION, dataclasses.replace(record, workflow_generation=done.generation))
         return done
-
-    def _reach_pause_boundary(self, wf: Stored[WorkflowRecord]) -> Stored[WorkflowRecord]:
-        """PAUSE_REQUESTED -> PAUSED for the workflow and what is under it; the time
-        envelope freezes, so the pause is not charged (resolution 8)."""
-        if wf.record.status is not WorkflowStatus.PAUSE_REQUESTED:
-            raise TransitionError("workflow", wf.record.status, WorkflowStatus.PAUSED)
-        requested = frozenset({"PAUSE_REQUESTED"})
-        self._move_all(
-            wf.record,
-            run=RunStatus.PAUSED,
-            node=NodeStatus.PAUSED,
-            batch=ChildBatchStatus.PAUSED,
-            when=requested,
-        )
-        envelope = self._envelope(wf.record.workflow_id)
-        self._put_envelope(envelope, freeze_active_segment(envelope.record.envelope, self.now_ms))
-        return self._set_workflow(self.get_workflow(wf.record.workflow_id), WorkflowStatus.PAUSED)
 
     def _fail_pause_boundary(self, wf: Stored[WorkflowRecord]) -> Stored[WorkflowRecord]:
         """No pause boundary is reachable: the run fails with PauseBoundaryUnavailable

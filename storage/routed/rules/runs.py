@@ -247,7 +247,14 @@ class RunRules(DeploymentRules):
         record = self._stamp(attempt)
         if is_terminal(record.status):
             record = dataclasses.replace(record, lease=None)  # a finished attempt lets go
-        return self._replace(ATTEMPT, record, expected_generation)
+        stored = self._replace(ATTEMPT, record, expected_generation)
+        if current.status is AttemptStatus.RUNNING and record.status is not AttemptStatus.RUNNING:
+            self._attempt_stopped(record.workflow_id)
+        return stored
+
+    def _attempt_stopped(self, workflow_id: WorkflowID) -> None:
+        """An attempt of the workflow stopped running, in this transaction: a pause
+        boundary when nothing else runs (``ControlRules`` acts on it)."""
 
     def renew_lease(
         self, attempt_id: AttemptID, lease_id: LeaseID, duration_ms: int
@@ -304,6 +311,7 @@ class RunRules(DeploymentRules):
             self._put_envelope(
                 envelope, dataclasses.replace(closed, attempt_lease_remaining_ms=None)
             )
+            self._attempt_stopped(run.workflow_id)
         self.append_ledger(run_id, f"reconciled: {len(failed)} attempt(s) failed DAEMON_RESTARTED")
         return failed
 

@@ -217,6 +217,82 @@ def test_pause_waits_for_the_boundary_and_the_pause_is_not_charged(
     assert env.frozen_consumed_ms == 0
 
 
+def _stop(routed: RoutedStore, admission: Admission, status: AttemptStatus) -> None:
+    """The supervisor's write ending the running attempt under its lease."""
+    [attempt] = routed.list_attempts(admission.receipt.run_id)
+    lease = attempt.record.lease
+    assert lease is not None
+    stopped = dataclasses.replace(attempt.record, status=status)
+    routed.update_attempt(stopped, attempt.generation, lease.lease_id)
+
+
+def _statuses(routed: RoutedStore, admission: Admission) -> tuple[Any, ...]:
+    r = admission.receipt
+    nodes = {n.record.status for n in routed.list_nodes(r.workflow_id)}
+    return routed.get_workflow(r.workflow_id).record.status, routed.get_run(
+        r.run_id
+    ).record.status, nodes
+
+
+@pytest.mark.parametrize("status", [AttemptStatus.NEEDS_REPLAN, AttemptStatus.SUCCEEDED])
+def test_the_store_pauses_when_the_last_running_attempt_stops_under_a_pause(
+    routed: RoutedStore, clock: FakeClock, status: AttemptStatus
+) -> None:
+    admission = _running(routed)
+    wf_id = admission.receipt.workflow_id
+    clock.advance(seconds=1)
+    routed.request_control(control(routed, wf_id, C.PAUSE))
+    clock.advance(seconds=1)
+
+    _stop(routed, admission, status)  # the boundary: nothing of the workflow runs now
+
+    assert _statuses(routed, admission) == (W.PAUSED, RunStatus.PAUSED, {NodeStatus.PAUSED})
+    env = routed.get_time_envelope(wf_id).record
+    assert (env.consumed_active_duration_ms, env.frozen_consumed_ms) == (2000, 2000)
+    clock.advance(seconds=60)
+    assert te.consumed_ms(routed.get_time_envelope(wf_id).record, clock() // 1_000_000) == 2000
+
+
+def test_a_pause_asked_while_nothing_runs_is_at_its_boundary_at_once(
+    routed: RoutedStore,
+) -> None:
+    admission = _running(routed)
+    wf_id = admission.receipt.workflow_id
+    _stop(routed, admission, AttemptStatus.NEEDS_REPLAN)  # no pause asked: nothing moves
+    assert _statuses(routed, admission)[:2] == (W.RUNNING, RunStatus.RUNNING)
+
+    outcome = routed.request_control(control(routed, wf_id, C.PAUSE))
+
+    assert (outcome.result.applied, outcome.result.detail) == (
+        True,
+        "paused: no attempt was running",
+    )
+    assert _statuses(routed, admission) == (W.PAUSED, RunStatus.PAUSED, {NodeStatus.PAUSED})
+    assert routed.get_time_envelope(wf_id).record.running_segment_start_ms is None
+
+
+def test_a_reconciled_attempt_under_a_pause_reaches_the_boundary(routed: RoutedStore) -> None:
+    admission = _running(routed)
+    routed.request_control(control(routed, admission.receipt.workflow_id, C.PAUSE))
+
+    routed.reconcile_interrupted(admission.receipt.run_id)
+
+    assert _statuses(routed, admission)[:2] == (W.PAUSED, RunStatus.PAUSED)
+
+
+def test_an_attempt_stopping_pauses_nothing_once_the_pause_was_withdrawn(
+    routed: RoutedStore,
+) -> None:
+    admission = _running(routed)
+    wf_id = admission.receipt.workflow_id
+    routed.request_control(control(routed, wf_id, C.PAUSE))
+    routed.request_control(control(routed, wf_id, C.RESUME))
+
+    _stop(routed, admission, AttemptStatus.NEEDS_REPLAN)
+
+    assert _statuses(routed, admission)[:2] == (W.RUNNING, RunStatus.RUNNING)
+
+
 def test_no_reachable_pause_boundary_fails_the_run(routed: RoutedStore) -> None:
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
