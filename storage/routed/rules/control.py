@@ -30,6 +30,7 @@ from ..enums import (
     ResumeCapability,
     ResumeReason,
     RunStatus,
+    ServiceStatus,
     WorkflowStatus,
 )
 from ..envelope import (
@@ -82,6 +83,16 @@ class TransitionCommand(CodedEnum):
 
     PAUSE_BOUNDARY_REACHED = 0
     PAUSE_BOUNDARY_UNAVAILABLE = 1
+
+
+# How a service of an ending workflow gets to STOPPED (``_retire_services``).
+_RETIRE: dict[ServiceStatus, tuple[ServiceStatus, ...]] = {
+    ServiceStatus.DECLARED: (ServiceStatus.STARTING, ServiceStatus.STOPPED),
+    ServiceStatus.STARTING: (ServiceStatus.STOPPED,),
+    ServiceStatus.READY: (ServiceStatus.STOPPING,),
+    ServiceStatus.UNHEALTHY: (ServiceStatus.STOPPING,),
+    ServiceStatus.FENCED: (ServiceStatus.STOPPING,),
+}
 
 
 @dataclass(frozen=True)
@@ -272,6 +283,7 @@ class ControlRules(WorkflowRules):
         if not _allows(wf.record.status, WorkflowStatus.CANCELLED):
             raise TransitionError("workflow", wf.record.status, WorkflowStatus.CANCELLED)
         self._end_attempts(wf.record, AttemptStatus.CANCELLED, FailureReason.USER_CANCELLED)
+        self._retire_services(wf.record)
         self._move_all(
             wf.record,
             run=RunStatus.CANCELLED,
@@ -291,6 +303,20 @@ class ControlRules(WorkflowRules):
             WorkflowStatus.CANCELLED,
             FailureReason.USER_CANCELLED,
         )
+
+    def _retire_services(self, wf: WorkflowRecord) -> None:
+        """The services of a workflow that ends: the map has no Cancelled, so each
+        takes the way to STOPPED its map allows. Running (READY, UNHEALTHY, FENCED):
+        STOPPING, and the supervisor, which holds the process, records STOPPED once
+        it is gone. STARTING: STOPPED. DECLARED, never started: STOPPED through
+        STARTING in this one transaction (the map has no DECLARED -> STOPPED, and its
+        FAILED would read as a fault)."""
+        for svc in self.list_services(wf.workflow_id):
+            steps = _RETIRE.get(svc.record.status, ())
+            for status in steps:
+                svc = self.update_service(
+                    dataclasses.replace(svc.record, status=status), svc.generation
+                )
 
     def _pause(self, wf: Stored[WorkflowRecord]) -> None:
         if wf.record.status is not WorkflowStatus.RUNNING:
@@ -382,7 +408,7 @@ class ControlRules(WorkflowRules):
         )
         self._create(INVOCATION, receipt)
         self._create(INVOCATION_REQUEST, RequestRow(receipt.invocation_id, request))
-        self.start_workflow(receipt, dep, wf.workflow_kind)
+        self.start_workflow(receipt, dep)
         provenance = RestartProvenance(
             source_run_id=source.run_id,
             source_workflow_id=wf.workflow_id,

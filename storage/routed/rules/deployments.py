@@ -5,12 +5,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..codec import canonical_digest, check_record, marshal_canonical
-from ..enums import AdmissionOutcome, DeploymentStatus, NodeStatus
-from ..envelope import time_envelope_from_receipt
+from ..enums import AdmissionOutcome, DeploymentStatus
 from ..errors import (
     AlreadyRunning,
     CASConflict,
@@ -19,36 +17,31 @@ from ..errors import (
     InvalidArgument,
     RoutedNotFound,
 )
-from ..ids import DeploymentID, InvocationID, NodeID, RunID, WorkflowID, check_id
+from ..ids import DeploymentID, InvocationID, RunID, WorkflowID, check_id
 from ..records import (
     AliasRecord,
     DeploymentRecord,
     DurableIdempotencyRecord,
     InvocationReceipt,
     InvocationRequest,
-    NodeStateTransition,
-    PipelineNode,
-    RunRecord,
     Stored,
-    WorkflowRecord,
 )
 from ..transitions import WORKFLOW_TRANSITIONS
-from .base import RulesBase, check_payload, check_text
+from .base import check_payload, check_text
+from .shapes import AdmissionShapes, Fault
+
+__all__ = ["Admission", "DeploymentRules", "Fault"]
 from .specs import (
     ALIAS,
     DEPLOYMENT,
-    ENVELOPE,
     IDEMPOTENCY,
     INVOCATION,
     INVOCATION_REQUEST,
-    NODE,
-    NODE_TRANSITION,
-    RUN,
     WORKFLOW,
     RequestRow,
-    TimeEnvelopeRow,
     idempotency_key,
 )
+from .topology import topology_of
 
 # Workflows that still hold a top-level run: every status with an outgoing transition.
 LIVE_WORKFLOW = frozenset(s.name for s, nxt in WORKFLOW_TRANSITIONS.items() if nxt)
@@ -87,17 +80,7 @@ class Admission:
     receipt: InvocationReceipt
 
 
-# A hook between admission's steps; tests raise from it to prove nothing is left.
-Fault = Callable[[str], None]
-
-
-def _no_fault(step: str) -> None:
-    del step
-
-
-class DeploymentRules(RulesBase):
-    fault: Fault = staticmethod(_no_fault)
-
+class DeploymentRules(AdmissionShapes):
     # -- deployments -------------------------------------------------------------------
     def create_deployment(self, dep: DeploymentRecord) -> Stored[DeploymentRecord]:
         check_record(dep)
@@ -105,6 +88,7 @@ class DeploymentRules(RulesBase):
         check_text("package_version", dep.package_version)
         if dep.max_concurrent_runs < 0:
             raise InvalidArgument("max_concurrent_runs must be >= 0 (0: no limit)")
+        topology_of(dep.nested_package_digests, (dep.package_name, dep.package_version))
         active = dep.status is DeploymentStatus.ACTIVE
         return self._create(
             DEPLOYMENT,
@@ -274,75 +258,5 @@ class DeploymentRules(RulesBase):
             ),
         )
         self.fault("idempotency")
-        self.start_workflow(receipt, dep, "standalone")
+        self.start_workflow(receipt, dep)
         return receipt
-
-    def start_workflow(
-        self, receipt: InvocationReceipt, dep: DeploymentRecord, kind: str
-    ) -> WorkflowRecord:
-        """The workflow, its first node (READY: the launch intent), its top-level run
-        and its time envelope, for an admitted or restarted receipt."""
-        workflow = self._create(
-            WORKFLOW,
-            WorkflowRecord(
-                workflow_id=receipt.workflow_id,
-                workflow_kind=kind,
-                invocation_id=receipt.invocation_id,
-                deployment_id=dep.deployment_id,
-                policy_digest=dep.policy_digest,
-                max_active_duration_ms=receipt.initial_max_active_duration_ms,
-                max_attempt_lease_ms=receipt.initial_attempt_lease_ms,
-                max_llm_spend_decimal=receipt.initial_max_cost_usd_decimal,
-                created_at=self.now,
-                updated_at=self.now,
-            ),
-        ).record
-        self.fault("workflow")
-        node_id = NodeID.new()
-        self._create(
-            RUN,
-            RunRecord(
-                run_id=receipt.run_id,
-                workflow_id=receipt.workflow_id,
-                run_kind=kind,
-                policy_digest=dep.policy_digest,
-                max_active_duration_ms=receipt.initial_max_active_duration_ms,
-                max_attempt_lease_ms=receipt.initial_attempt_lease_ms,
-                max_llm_spend_decimal=receipt.initial_max_cost_usd_decimal,
-                node_id=node_id,
-                created_at=self.now,
-                updated_at=self.now,
-            ),
-        )
-        self.fault("run")
-        self._create(
-            NODE,
-            PipelineNode(
-                node_id=node_id,
-                workflow_id=receipt.workflow_id,
-                stage_order=0,
-                package_name=dep.package_name,
-                package_version=dep.package_version,
-                status=NodeStatus.READY,
-                run_id=receipt.run_id,
-                created_at=self.now,
-                updated_at=self.now,
-            ),
-        )
-        self._create(
-            NODE_TRANSITION,
-            NodeStateTransition(
-                node_id=node_id,
-                from_state=NodeStatus.PENDING,
-                to_state=NodeStatus.READY,
-                timestamp=self.now,
-                reason="admitted: launch intent",
-            ),
-        )
-        self.fault("node")
-        envelope = time_envelope_from_receipt(receipt)
-        if envelope is None:  # _check_request refused a non-positive ceiling
-            raise InvalidArgument("receipt carries no active-time ceiling")
-        self._create(ENVELOPE, TimeEnvelopeRow(receipt.workflow_id, envelope))
-        self.fault("envelope")
-        return workflow

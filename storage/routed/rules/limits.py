@@ -199,6 +199,7 @@ class RoutedRules(ControlRules, ProgressRules):
             )
         reason = FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
         self._end_attempts(wf.record, AttemptStatus.FAILED, reason)
+        self._retire_services(wf.record)
         self._move_all(wf.record, run=RunStatus.FAILED, node=NodeStatus.FAILED)
         # Nodes the map does not let fail (none from PAUSE_REQUESTED) and batches end cancelled.
         self._move_all(wf.record, node=NodeStatus.CANCELLED, batch=ChildBatchStatus.CANCELLED)

@@ -22,7 +22,17 @@ from ..records import (
 from ..transitions import is_terminal
 from .base import check_payload, check_text
 from .runs import RunRules
-from .specs import CHILD_BATCH, CHILD_RESULT, HANDOFF, NODE, NODE_TRANSITION, SERVICE, WORKFLOW
+from .specs import (
+    CHILD_BATCH,
+    CHILD_RESULT,
+    HANDOFF,
+    INVOCATION,
+    NODE,
+    NODE_TRANSITION,
+    SERVICE,
+    WORKFLOW,
+)
+from .topology import declared_children
 
 JOIN_MODES = frozenset({"join_all", "all_first"})
 WORKFLOW_KINDS = frozenset({"standalone", "pipeline", "parent_child"})
@@ -139,22 +149,33 @@ class WorkflowRules(RunRules):
             node = self.get_node(node_id).record
             if node.workflow_id != handoff.workflow_id:
                 raise InvalidArgument(f"node {node_id} is not in workflow {handoff.workflow_id}")
+        source = self.get_node(handoff.source_node_id).record
+        target = self.get_node(handoff.target_node_id)
+        if self.get_workflow(handoff.workflow_id).record.workflow_kind == "pipeline" and (
+            target.record.stage_order != source.stage_order + 1
+        ):
+            raise InvalidArgument(
+                f"a pipeline hands off from a stage to the next: {source.stage_order} -> "
+                f"{target.record.stage_order}"
+            )
         floor = handoff.classification
         for ref in handoff.artifact_refs:
             floor = max_classification(floor, ref.classification)
         if floor is not handoff.classification:
             raise InvalidArgument(f"handoff classification must be at least {floor.value}")
         stored = self._create(HANDOFF, dataclasses.replace(handoff, created_at=self.now)).record
-        target = self.get_node(handoff.target_node_id)
         if target.record.incoming_handoff_id is not None:
             raise AlreadyExists(f"node {handoff.target_node_id} already has its handoff")
-        self._replace(
+        received = self._replace(
             NODE,
             dataclasses.replace(
                 target.record, incoming_handoff_id=handoff.handoff_id, updated_at=self.now
             ),
             target.generation,
         )
+        if received.record.status is NodeStatus.PENDING:
+            # The stage has its input: its launch intent, as admission's first stage.
+            self._move_node(received, NodeStatus.READY, "handoff committed: launch intent")
         return stored
 
     def get_handoff(self, handoff_id: HandoffID) -> HandoffEnvelope:
@@ -172,9 +193,18 @@ class WorkflowRules(RunRules):
             raise InvalidArgument(f"node {parent.node_id} is not in workflow {batch.workflow_id}")
         if batch.status is not ChildBatchStatus.INTENT:
             raise InvalidArgument("a child batch is created as INTENT")
+        receipt = self._require(
+            INVOCATION, self.get_workflow(batch.workflow_id).record.invocation_id
+        )
+        spawn = batch.spawn_request
+        child = (spawn.child_package_name, spawn.child_package_version)
+        if child not in declared_children(receipt.record.nested_package_digests):
+            raise InvalidArgument(
+                f"{child[0]}@{child[1]} is not in the child allowlist workflow "
+                f"{batch.workflow_id} was admitted with"
+            )
         if batch.join_policy.mode not in JOIN_MODES:
             raise InvalidArgument(f"join mode {batch.join_policy.mode!r}")
-        spawn = batch.spawn_request
         if spawn.max_fan_out < 1 or not 1 <= spawn.max_concurrency <= spawn.max_fan_out:
             raise InvalidArgument("need 1 <= max_concurrency <= max_fan_out")
         stamped = dataclasses.replace(batch, created_at=self.now, updated_at=self.now)

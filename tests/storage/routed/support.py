@@ -39,7 +39,12 @@ def deployment(max_runs: int = 0, version: str = "1.0.0", **changes: Any) -> Dep
         image_lock_digest="sha256:image",
         provenance_digest="sha256:prov",
         created_by="alice",
-        nested_package_digests={"stage:0": f"sha256:stage-{version}"},
+        # A parent of child.pkg@1.0 (storage.routed.rules.topology), so tests can make
+        # child batches; the other shapes are test_topology's.
+        nested_package_digests={
+            "stage:0": f"sha256:stage-{version}",
+            "child:child.pkg@1.0": "sha256:child",
+        },
     )
     return dataclasses.replace(dep, **changes)
 

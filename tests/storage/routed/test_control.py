@@ -19,6 +19,7 @@ from storage.routed.enums import (
     ResumeCapability,
     ResumeReason,
     RunStatus,
+    ServiceStatus,
     WorkflowStatus,
 )
 from storage.routed.errors import (
@@ -37,7 +38,7 @@ from storage.routed.store import RoutedStore
 
 from ..support import FakeClock
 from .support import admit, alias, checkpoint, claimed, control, force, setup_deployment
-from .test_store_writes import _batch, bodies
+from .test_store_writes import _batch, _service, bodies
 
 C = ControlCommand
 W = WorkflowStatus
@@ -229,9 +230,11 @@ def _stop(routed: RoutedStore, admission: Admission, status: AttemptStatus) -> N
 def _statuses(routed: RoutedStore, admission: Admission) -> tuple[Any, ...]:
     r = admission.receipt
     nodes = {n.record.status for n in routed.list_nodes(r.workflow_id)}
-    return routed.get_workflow(r.workflow_id).record.status, routed.get_run(
-        r.run_id
-    ).record.status, nodes
+    return (
+        routed.get_workflow(r.workflow_id).record.status,
+        routed.get_run(r.run_id).record.status,
+        nodes,
+    )
 
 
 @pytest.mark.parametrize("status", [AttemptStatus.NEEDS_REPLAN, AttemptStatus.SUCCEEDED])
@@ -457,3 +460,64 @@ def test_amendments_are_increase_only_cas_on_authority_and_record_before_after(
             wf_id, 2, _amend(wf_id, 2, new_max_active_duration_ms=9_000_000), scope
         )
     assert routed.list_limit_amendments(wf_id) == [done]
+
+
+_PATHS = {
+    "DECLARED": (),
+    "STARTING": ("STARTING",),
+    "READY": ("STARTING", "READY"),
+    "UNHEALTHY": ("STARTING", "READY", "UNHEALTHY"),
+    "FENCED": ("STARTING", "READY", "UNHEALTHY", "FENCED"),
+    "STOPPING": ("STARTING", "READY", "STOPPING"),
+    "STOPPED": ("STARTING", "STOPPED"),
+    "FAILED": ("FAILED",),
+}
+# The services' map has no Cancelled: what a cancel leaves each status as.
+_RETIRED = {
+    "DECLARED": "STOPPED",
+    "STARTING": "STOPPED",
+    "READY": "STOPPING",
+    "UNHEALTHY": "STOPPING",
+    "FENCED": "STOPPING",
+    "STOPPING": "STOPPING",
+    "STOPPED": "STOPPED",
+    "FAILED": "FAILED",
+}
+
+
+def _services_in_every_status(routed: RoutedStore, wf_id: Any) -> dict[str, Any]:
+    made = {}
+    for status, path in _PATHS.items():
+        svc = routed.register_service(
+            dataclasses.replace(_service(wf_id), service_name=f"svc-{status.lower()}")
+        )
+        for step in path:
+            moved = dataclasses.replace(svc.record, status=ServiceStatus[step])
+            svc = routed.update_service(moved, svc.generation)
+        made[status] = svc.record.service_id
+    return made
+
+
+@pytest.mark.parametrize("how", ["cancel", "no-pause-boundary"])
+def test_an_ending_workflow_retires_its_services_through_their_map(
+    routed: RoutedStore, how: str
+) -> None:
+    admission = _running(routed)
+    wf_id = admission.receipt.workflow_id
+    made = _services_in_every_status(routed, wf_id)
+
+    if how == "cancel":
+        routed.request_control(control(routed, wf_id, C.CANCEL))
+    else:
+        routed.request_control(control(routed, wf_id, C.PAUSE))
+        wf = routed.get_workflow(wf_id)
+        routed.apply_transition(
+            wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+        )
+
+    now = {s.record.service_id: s.record.status.name for s in routed.list_services(wf_id)}
+    assert {status: now[made[status]] for status in made} == _RETIRED
+    # The supervisor, which holds the process, records the stop once it is done.
+    stopping = routed.transact(lambda r: r.get_service(made["READY"]))
+    done = dataclasses.replace(stopping.record, status=ServiceStatus.STOPPED)
+    assert routed.update_service(done, stopping.generation).record.status is ServiceStatus.STOPPED
