@@ -20,7 +20,7 @@ class Sizes:
     load_seconds: float  # benchmark 5
     load_clients: int = 8
     sim_rate: float = 10.0  # simulate ticks per second during benchmark 5
-    bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap)
+    bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap is 10,000)
 
     @property
     def prepared(self) -> int:
