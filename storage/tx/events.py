@@ -33,6 +33,7 @@ class EventRules(TxBase):
     def accept_event(self, event: Event) -> tuple[StoredEvent, bool]:
         self._writable()
         self._validate_envelope(event)
+        fields.require_storable(event, "Event")
         existing, same_id = self._event_identity(event)
         if existing is not None:
             return existing, False

@@ -77,6 +77,7 @@ class ExecutionRules(WorkRules):
         self._writable()
         x = execution
         fields.require_id(x.id, "Execution ID")
+        fields.require_storable(x, "Execution")
         fields.require_id(x.work_id, "Execution work_id")
         fields.require_text(x.executor, "Execution executor")
         current = self._get("execution", x.id)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 
 from ..errors import Invalid
 from ..records import CorrelationKey, Payload
@@ -102,6 +104,31 @@ def require_unicode(value: str, what: str) -> None:
     cannot hold ``\u0000``, and a message feeds the error_group column) and no unpaired
     surrogate (the write failed as a UnicodeEncodeError)."""
     require_text(value, what, max_bytes=2**62)
+
+
+def require_storable(record: object, what: str) -> None:
+    """Every string inside ``record`` (its fields, nested records, tuples, mapping keys
+    and values; bytes are not text) is storable text: no NUL, no unpaired surrogate.
+    The free text of a record (a Wait's description, a Scope's name or config) goes
+    into PostgreSQL's JSON, which refuses NUL at commit as a database error; SQLite and
+    the double took it. One rule, as ``Invalid`` before any write, on every backend."""
+    for path, text in _strings(record, what):
+        require_unicode(text, path)
+
+
+def _strings(value: object, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in dataclass_fields(value):
+            yield from _strings(getattr(value, f.name), f"{path} {f.name}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key, f"{path} key")
+            yield from _strings(item, f"{path}[{key!r}]")
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]")
 
 
 def require_dotted(value: str, what: str) -> None:

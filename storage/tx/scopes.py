@@ -19,6 +19,7 @@ class ScopeRules(ExecutionRules):
     def put_scope(self, scope: Scope) -> Scope:
         self._writable()
         fields.require_id(scope.id, "Scope ID")
+        fields.require_storable(scope, "Scope")
         fields.require_text(scope.parent_id, "Scope parent_id")
         self._check_attachments(None, ())
         for binding in scope.bindings:

@@ -27,6 +27,7 @@ class TimerRules(WorkRules, EventRules):
     def put_timer(self, timer: Timer) -> Timer:
         self._writable()
         fields.require_id(timer.id, "Timer ID")
+        fields.require_storable(timer, "Timer")
         fields.require_text(timer.work_id, "Timer work_id")
         self._require_unused_identity(timer.template)
         if timer.work_id:

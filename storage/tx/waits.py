@@ -22,6 +22,7 @@ class WaitRules(ExecutionRules, EventRules):
     def put_wait(self, wait: Wait) -> Wait:
         self._writable()
         fields.require_id(wait.id, "Wait ID")
+        fields.require_storable(wait, "Wait")
         fields.require_text(wait.work_id, "Wait work_id")
         fields.require_text(wait.execution_id, "Wait execution_id")
         fields.require_text(wait.timeout_timer_id, "Wait timeout_timer_id")

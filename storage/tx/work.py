@@ -26,6 +26,7 @@ class WorkRules(TxBase):
     def put_work(self, work: Work) -> Work:
         self._writable()
         fields.require_id(work.id, "Work ID")
+        fields.require_storable(work, "Work")
         for name in ("scope_id", "parent_id"):
             fields.require_text(getattr(work, name), f"Work {name}")
         current = self._get("work", work.id)
