@@ -94,7 +94,7 @@ def test_it_refuses_text_that_cannot_be_stored_with_nothing_written(
     _records(store)
     before = tx(store, written)
 
-    with pytest.raises(Invalid, match="NUL|surrogate"):
+    with pytest.raises(Invalid, match=r"NUL|surrogate"):
         tx(store, lambda t: write(t, bad))
 
     assert tx(store, written) == before
