@@ -63,7 +63,6 @@ class ExecutionRules(WorkRules):
         if kind is not needed:
             raise Invalid(f"state {state} needs a {needed} outcome, not {kind}")
         fields.require_payload(outcome.detail, "outcome detail")
-        fields.require_unicode(outcome.message, "outcome message")
 
     @staticmethod
     def _check_attachments(binding: Binding | None, artifacts: Sequence[ArtifactRef]) -> None:

@@ -39,7 +39,7 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
     "conduit_meta": {"key": 64},
     "conduit_work": {
         # Characters, not bytes: storage.meaning.triage.error_key cuts an outcome
-        # message (NUL refused, require_unicode) at MAX_ERROR_KEY (200) characters;
+        # message (NUL refused by require_storable) at MAX_ERROR_KEY (200) characters;
         # varchar(255) holds 255 of any.
         "error_group": 200,
         "id": ID_MAX_BYTES,
