@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from console.polling import CHOICES, COOKIE
+from console.theme import THEME_COOKIE, THEMES, theme_response
 
 
 @require_GET
@@ -37,25 +38,48 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return render(request, "403_csrf.html", {"reason": reason, "back": back}, status=403)
 
 
+def _back(request: HttpRequest) -> str:
+    """The form's ``next``, when it is a path of ours; else the Work list. A bare
+    redirect() would take "foo" or "a:b" for a view name."""
+    target = request.POST.get("next", "")
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, {request.get_host()}, request.is_secure()
+    ):
+        return "/"
+    return target
+
+
+def _remember(request: HttpRequest, response: HttpResponse, name: str, value: str) -> None:
+    response.set_cookie(
+        name,
+        value,
+        max_age=365 * 86400,
+        samesite="Lax",
+        httponly=True,
+        secure=request.is_secure(),
+    )
+
+
 @require_POST
 @login_required
 def poll_interval(request: HttpRequest) -> HttpResponse:
     """The interval picker: remember the choice in a cookie, go back where we were."""
     raw = request.POST.get("every", "")
-    target = request.POST.get("next", "")
-    # A path of ours only: redirect() would take "foo" or "a:b" for a view name.
-    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
-        target, {request.get_host()}, request.is_secure()
-    ):
-        target = "/"
-    response = HttpResponseRedirect(target)
+    response = HttpResponseRedirect(_back(request))
     if raw.isascii() and raw.isdigit() and int(raw) in CHOICES:
-        response.set_cookie(
-            COOKIE,
-            raw,
-            max_age=365 * 86400,
-            samesite="Lax",
-            httponly=True,
-            secure=request.is_secure(),
-        )
+        _remember(request, response, COOKIE, raw)
+    return response
+
+
+@require_POST
+def theme(request: HttpRequest) -> HttpResponse:
+    """The theme button: remember light, dark or system in a cookie. No login: the
+    sign-in page has the button too, and a colour choice reveals nothing. Without JS
+    the form posts and comes back to the page; console.js posts it in the background
+    (HX-Request) and gets a 204, having already switched the page itself."""
+    choice = request.POST.get("theme", "")
+    if choice not in THEMES:
+        return HttpResponse("Unknown theme.", status=400, content_type="text/plain")
+    response = theme_response(request, _back(request))
+    _remember(request, response, THEME_COOKIE, choice)
     return response

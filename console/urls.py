@@ -47,6 +47,7 @@ urlpatterns = [
     path("dashboard", dashboard.dashboard, name="dashboard"),
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
+    path("preferences/theme", misc.theme, name="theme"),
     path("healthz", misc.healthz, name="healthz"),
     path("favicon.ico", misc.favicon, name="favicon"),
 ]

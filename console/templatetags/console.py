@@ -280,3 +280,15 @@ def visible(value: Any) -> Any:
         shown = pattern.sub(lambda m: marks[m.group()], shown)
     # Escaped above: every character, or our own markup around a code point.
     return mark_safe(f"<bdi>{shown}</bdi>" if isolate else shown)  # noqa: S308
+
+
+@register.simple_tag(takes_context=True)
+def theme_choice(context: template.Context) -> dict[str, str]:
+    """The theme the page renders in and what the toggle switches to. A page rendered
+    without a request (the 500 page) follows the system."""
+    from console.theme import DEFAULT, LABELS, next_theme, theme_of
+
+    request = context.get("request")
+    current = theme_of(request) if request is not None else DEFAULT
+    following = next_theme(current)
+    return {"current": current, "next": following, "label": LABELS[current]}

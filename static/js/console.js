@@ -230,6 +230,42 @@
     status();
   }
 
+  /* ---------------------------------------------------------------- theme */
+  /* The theme button cycles system -> light -> dark. Without JS it is a form post
+     (console/misc.py: theme); here the page switches at once and the choice is posted
+     in the background to be stored (the server answers 204 to HX-Request). Any
+     [data-theme-toggle] button may be clicked by other code (the "t" key). */
+  var THEMES = ["system", "light", "dark"];
+  var THEME_LABELS = { system: "System theme", light: "Light theme", dark: "Dark theme" };
+
+  function applyTheme(choice) {
+    var root = document.documentElement;
+    if (choice === "system") root.removeAttribute("data-theme");
+    else root.setAttribute("data-theme", choice);
+    var meta = document.querySelector('meta[name="color-scheme"]');
+    if (meta) meta.setAttribute("content", choice === "system" ? "light dark" : choice);
+    var following = THEMES[(THEMES.indexOf(choice) + 1) % THEMES.length];
+    document.querySelectorAll("[data-theme-toggle]").forEach(function (btn) {
+      btn.dataset.themeCurrent = choice;
+      btn.value = following;
+      btn.textContent = THEME_LABELS[choice];
+      btn.title = "Theme: " + choice + " (press to switch to " + following + ")";
+    });
+  }
+
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest && evt.target.closest("[data-theme-toggle]");
+    if (!btn || !btn.form || !window.fetch) return;
+    evt.preventDefault();
+    var choice = btn.value;
+    var body = new FormData(btn.form);
+    body.set("theme", choice);
+    applyTheme(choice);
+    window.fetch(btn.form.action, {
+      method: "POST", body: body, credentials: "same-origin", headers: { "HX-Request": "true" }
+    }).catch(function () { /* the page already switched; the next page load says what was stored */ });
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     stampBirth(document);
     tick();
