@@ -1,0 +1,37 @@
+"""The console's own rows (never storage's): what an operator said when acting on a
+routed run, and the permissions that authorise those actions.
+
+``RoutedActionNote`` is the audit of ``console.routed.actions``: the routed-run
+records keep the actor and the idempotency key, but a ``ControlRequest`` (verbatim
+from the spec) has no reason, and a deployment status change has no actor; the note
+keeps both, one row per form submission and workflow (its token is unique, which is also what
+makes a resubmitted deployment or alias form a no-op).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class RoutedActionNote(models.Model):
+    token = models.CharField(max_length=200, unique=True)
+    action = models.CharField(max_length=32)
+    # A workflow, deployment or alias: whatever the action was about.
+    target = models.CharField(max_length=200, db_index=True)
+    actor = models.CharField(max_length=200)
+    reason = models.TextField()
+    detail = models.TextField()
+    done = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # Only these two: the note itself is written by the actions, never edited.
+        default_permissions = ()
+        permissions = [
+            ("routed_control", "runs:control (pause, resume, cancel, restart, continue)"),
+            ("routed_amend_limits", "runs:amend_limits (raise a workflow's ceilings)"),
+        ]
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} by {self.actor}"
