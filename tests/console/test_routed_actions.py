@@ -48,7 +48,8 @@ def test_pause_asks_and_the_boundary_freezes_the_envelope():
     wf = admission.receipt.workflow_id
 
     result = control(a.do_pause_workflow, wf)
-    assert result.done and result.detail == "pause requested"
+    assert result.done
+    assert result.detail == "pause requested"
     assert status_of(wf) is WorkflowStatus.PAUSE_REQUESTED
     rc.reach_pause_boundary(wf)
 
@@ -75,7 +76,8 @@ def test_resume_runs_a_paused_workflow_again():
 
     result = control(a.do_resume_workflow, wf)
 
-    assert result.done and status_of(wf) is WorkflowStatus.RUNNING
+    assert result.done
+    assert status_of(wf) is WorkflowStatus.RUNNING
 
 
 def test_cancel_fences_the_live_attempt():
@@ -113,8 +115,10 @@ def test_a_resubmitted_form_does_not_act_twice():
         token=token,
     )
 
-    assert first.done and not first.duplicate
-    assert again.duplicate and "already submitted" in again.message
+    assert first.done
+    assert not first.duplicate
+    assert again.duplicate
+    assert "already submitted" in again.message
     assert len(rc.routed().list_control_requests(wf)) == 1
     assert len(a.notes_for(wf)) == 1
 
@@ -152,7 +156,8 @@ def test_a_pause_after_cancel_is_superseded_and_says_so():
 
     result = control(a.do_pause_workflow, wf)
 
-    assert not result.done and result.detail == "superseded by cancel"
+    assert not result.done
+    assert result.detail == "superseded by cancel"
     assert status_of(wf) is WorkflowStatus.CANCELLED
 
 
@@ -185,7 +190,8 @@ def test_restart_from_the_current_alias_records_provenance():
 
     result = control(a.do_restart_workflow, wf, target_ref="prod")
 
-    assert result.done and result.new_workflow_id
+    assert result.done
+    assert result.new_workflow_id
     restarted = rc.routed().get_workflow(result.new_workflow_id).record  # type: ignore[arg-type]
     assert restarted.deployment_id == newer.receipt.resolved_deployment_id
     provenance = rc.routed().get_restart_provenance(result.new_workflow_id)  # type: ignore[arg-type]
@@ -199,7 +205,8 @@ def test_continue_starts_the_next_attempt():
 
     result = control(a.do_continue_workflow, wf)
 
-    assert result.done and "attempt 2" in result.detail
+    assert result.done
+    assert "attempt 2" in result.detail
     assert len(rc.routed().list_attempts(admission.receipt.run_id)) == 2
 
 
@@ -223,7 +230,8 @@ def test_amend_raises_a_ceiling_once_per_token_and_refuses_a_stale_generation():
     first = amend(authority, token)
     again = amend(authority, token)
 
-    assert first.done and "3600000 -> 7200000" in first.detail
+    assert first.done
+    assert "3600000 -> 7200000" in first.detail
     assert again.duplicate
     assert len(rc.routed().list_limit_amendments(wf)) == 1
     assert rc.routed().get_workflow(wf).record.max_active_duration_ms == 7_200_000
@@ -290,7 +298,8 @@ def test_repoint_an_alias_with_cas():
         )
 
     result = repoint(generation, token)
-    assert result.done and "2.0.0" in result.detail
+    assert result.done
+    assert "2.0.0" in result.detail
     assert repoint(generation, token).duplicate
     stored = rc.routed().resolve_alias("prod").record
     assert (stored.target_deployment_id, stored.updated_by) == (
