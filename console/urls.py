@@ -7,6 +7,7 @@ from console.events import views as events
 from console.http import by_method
 from console.operate import bulk
 from console.operate import views as operate
+from console.routed import control as routed_control
 from console.runs import views as runs
 from console.runtime import artifacts
 from console.runtime import views as runtime
@@ -44,6 +45,17 @@ urlpatterns = [
     path("scopes", runtime.scopes, name="scopes"),
     path("runs", runs.run_list, name="runs"),
     path("runs/<id:run_id>", runs.run_detail, name="run_detail"),
+    # Routed-run operator actions (console/routed/control.py).
+    path(
+        "routed/actions/<str:action>/<id:workflow_id>",
+        routed_control.workflow_action,
+        name="routed_action",
+    ),
+    path(
+        "routed/workflows/<id:workflow_id>/controls",
+        routed_control.workflow_controls,
+        name="routed_controls",
+    ),
     path("dashboard", dashboard.dashboard, name="dashboard"),
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),

@@ -16,7 +16,8 @@ def grant(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     # Permissions are created after the last migration (post_migrate); this one needs
     # them now, so it creates this app's own the same way.
     config = apps.get_app_config("console")
-    config.models_module = True
+    # create_permissions skips an app config without a models module; a state app has none.
+    config.models_module = True  # type: ignore[assignment]
     create_permissions(config, apps=apps, verbosity=0, using=db)
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")

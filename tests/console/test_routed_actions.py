@@ -308,3 +308,21 @@ def test_repoint_an_alias_with_cas():
     )
     with pytest.raises(a.StaleForm):
         repoint(generation, new_token())
+
+
+def test_the_command_pauses_as_the_console_does(django_user_model):
+    from django.contrib.auth.models import Permission
+    from django.core.management import CommandError, call_command
+
+    admission, _ = rc.running()
+    wf = admission.receipt.workflow_id
+    carol = django_user_model.objects.create_user(username="carol", password="pw")
+    django_user_model.objects.create_user(username="bob", password="pw")
+    with pytest.raises(CommandError, match="does not hold runs:control"):
+        call_command("routed_action", "pause", wf, "--user", "bob", "--reason", "r")
+    carol.user_permissions.add(Permission.objects.get(codename="routed_control"))
+
+    call_command("routed_action", "pause", wf, "--user", "carol", "--reason", "model down")
+
+    assert status_of(wf) is WorkflowStatus.PAUSE_REQUESTED
+    assert [n.reason for n in a.notes_for(wf)] == ["model down"]
