@@ -7,6 +7,7 @@ from console.events import views as events
 from console.http import by_method
 from console.operate import bulk
 from console.operate import views as operate
+from console.routed import bulk as routed_bulk
 from console.routed import control as routed_control
 from console.runs import views as runs
 from console.runtime import artifacts
@@ -45,7 +46,8 @@ urlpatterns = [
     path("scopes", runtime.scopes, name="scopes"),
     path("runs", runs.run_list, name="runs"),
     path("runs/<id:run_id>", runs.run_detail, name="run_detail"),
-    # Routed-run operator actions (console/routed/control.py).
+    # Routed-run operator actions (console/routed/control.py, bulk.py).
+    path("routed/actions/bulk", routed_bulk.bulk_control, name="routed_bulk"),
     path(
         "routed/actions/<str:action>/<id:workflow_id>",
         routed_control.workflow_action,

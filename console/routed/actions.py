@@ -218,7 +218,7 @@ def _control(
     token: str,
     target_ref: str | None = None,
 ) -> RoutedResult:
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     wf_id = WorkflowID.parse(workflow_id)
     command = action.command
     if command is None:
@@ -246,7 +246,7 @@ def _control(
         duplicate=outcome.replay,
         new_workflow_id=res.new_workflow_id,
     )
-    _note(token, wf_id, username, reason, result)
+    note(token, wf_id, username, reason, result)
     return result
 
 
@@ -267,7 +267,7 @@ def do_amend_limits(
 ) -> RoutedResult:
     """Raise ceilings (absolute values; 0 or "" leaves one as it is), CAS on the
     workflow's authority generation; the store refuses a lower value."""
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     wf_id = WorkflowID.parse(workflow_id)
     before = _noted(token, wf_id)
     amendment = LimitAmendment(
@@ -296,7 +296,7 @@ def do_amend_limits(
         f"{done.new_authority_generation})"
     )
     result = RoutedResult(RoutedAction.AMEND_LIMITS, wf_id, True, detail, duplicate=before)
-    _note(token, wf_id, username, reason, result)
+    note(token, wf_id, username, reason, result)
     return result
 
 
@@ -341,7 +341,7 @@ def _deployment(
     reason: str,
     token: str,
 ) -> RoutedResult:
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     dep_id = DeploymentID.parse(deployment_id)
     action = RoutedAction.ACTIVATE if status is DeploymentStatus.ACTIVE else RoutedAction.DEACTIVATE
     replay = _replay(token, dep_id, action)
@@ -360,7 +360,7 @@ def _deployment(
     except CASConflict as exc:
         raise StaleForm(f"deployment {dep_id} changed since you loaded it ({exc})") from exc
     result = RoutedResult(action, dep_id, True, f"now {status.name.lower()}")
-    _note(token, dep_id, username, reason, result)
+    note(token, dep_id, username, reason, result)
     return result
 
 
@@ -375,7 +375,7 @@ def do_repoint_alias(
     token: str,
 ) -> RoutedResult:
     """Point ``alias`` at another deployment, CAS on the alias's generation."""
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     replay = _replay(token, alias, RoutedAction.REPOINT_ALIAS)
     if replay is not None:
         return replay
@@ -405,14 +405,14 @@ def do_repoint_alias(
         f"{target.deployment_id} ({target.package_version})"
     )
     result = RoutedResult(RoutedAction.REPOINT_ALIAS, alias, True, detail)
-    _note(token, alias, username, reason, result)
+    note(token, alias, username, reason, result)
     return result
 
 
 # ---------------------------------------------------------------- shared checks and notes
 
 
-def _check_request(username: str, reason: str, token: str) -> str:
+def check_request(username: str, reason: str, token: str) -> str:
     if not username:
         raise Invalid("an operator action needs the operator's username")
     reason = reason.strip()
@@ -425,30 +425,30 @@ def _check_request(username: str, reason: str, token: str) -> str:
     return reason
 
 
-def _note_token(token: str, target: str) -> str:
+def note_token(token: str, target: str) -> str:
     # One form token may act on many workflows (bulk): one note per target.
     return f"{token}/{target}"
 
 
 def _noted(token: str, target: str) -> bool:
-    return RoutedActionNote.objects.filter(token=_note_token(token, target)).exists()
+    return RoutedActionNote.objects.filter(token=note_token(token, target)).exists()
 
 
 def _replay(token: str, target: str, action: RoutedAction) -> RoutedResult | None:
-    note = RoutedActionNote.objects.filter(token=_note_token(token, target)).first()
-    if note is None:
+    found = RoutedActionNote.objects.filter(token=note_token(token, target)).first()
+    if found is None:
         return None
-    if note.action != action.value:
-        raise Invalid(f"this form's token was used for {note.action}; reload the page")
-    return RoutedResult(action, target, note.done, note.detail, duplicate=True)
+    if found.action != action.value:
+        raise Invalid(f"this form's token was used for {found.action}; reload the page")
+    return RoutedResult(action, target, found.done, found.detail, duplicate=True)
 
 
-def _note(token: str, target: str, username: str, reason: str, result: RoutedResult) -> None:
+def note(token: str, target: str, username: str, reason: str, result: RoutedResult) -> None:
     """Keep the reason. A resubmission (the store replayed it) finds the note there;
     two racing submissions of one form both reach here (``get_or_create`` takes the
     unique token's IntegrityError as "found")."""
     RoutedActionNote.objects.get_or_create(
-        token=_note_token(token, target),
+        token=note_token(token, target),
         defaults={
             "action": result.action.value,
             "target": target,

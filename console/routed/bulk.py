@@ -1,0 +1,222 @@
+"""Bulk pause, resume and cancel of routed-run workflows: ``do_bulk_control`` (shared
+by the view and the tests) and the confirmation over the workflows list's filter.
+
+As the Work list's bulk (``console.operate.bulk``): the confirmation restates the
+filter and what it matches by status, the POST re-reads the filter and acts on what
+the map still allows, batched, and the summary says done / skipped (with reasons).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from console.actions import BULK_BATCH, BULK_CAP, new_token
+from console.errors import storage_errors
+from console.forms import ActionForm
+from console.http import HtmxHttpRequest
+from console.models import RoutedActionNote
+from storage import Invalid, StorageError
+from storage.default import default_routed_store
+from storage.routed.enums import WorkflowStatus
+from storage.routed.errors import InvalidArgument, RoutedNotFound
+from storage.routed.ids import ControlRequestID, WorkflowID
+from storage.routed.records import ControlRequest, WorkflowRecord
+from storage.routed.rules import RoutedRules
+from storage.routed.store import RoutedStore
+
+from .actions import RoutedAction, RoutedResult, actor_of, check_request, note, note_token
+from .authority import refusal
+from .previews import allowed_actions
+
+TEMPLATE = "console/routed/bulk.html"
+
+# ---------------------------------------------------------------- bulk
+
+
+BULK_ACTIONS = (RoutedAction.PAUSE, RoutedAction.RESUME, RoutedAction.CANCEL)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkControlSummary:
+    action: RoutedAction
+    done: tuple[RoutedResult, ...]
+    skipped: tuple[tuple[str, str], ...]  # (workflow ID, why)
+
+
+def do_bulk_control(
+    routed: RoutedStore,
+    *,
+    username: str,
+    action: RoutedAction,
+    workflow_ids: Sequence[str],
+    reason: str,
+    token: str,
+) -> BulkControlSummary:
+    """Pause, resume or cancel many workflows, each at its generation as read in the
+    transaction that acts on it (a bulk form has no per-row generation: what the
+    filter matched is re-checked against the map instead, and skipped with its
+    status when the action no longer applies). One token for the run: each
+    workflow's control request is keyed by it, so a resubmitted bulk form replays."""
+    if action not in BULK_ACTIONS:
+        raise Invalid(f"bulk {action.value} is not offered")
+    reason = check_request(username, reason, token)
+    ids = list(dict.fromkeys(workflow_ids))
+    if len(ids) > BULK_CAP:
+        raise Invalid(f"a bulk action takes at most {BULK_CAP} workflows, not {len(ids)}")
+    command = action.command
+    if command is None:
+        raise Invalid(f"{action.value} is not a workflow control command")
+
+    def one(r: RoutedRules, raw: str) -> RoutedResult | tuple[str, str]:
+        try:
+            wf = r.get_workflow(WorkflowID.parse(raw))
+        except (RoutedNotFound, InvalidArgument) as exc:
+            return (raw, str(exc))
+        try:
+            desired = r.get_desired_state(wf.record.workflow_id).record.cancel_precedence
+        except RoutedNotFound:
+            desired = False
+        status = wf.record.status
+        if action not in allowed_actions(status, cancel_desired=desired):
+            return (raw, f"{status.name.lower()}: {action.value} does not apply")
+        req = ControlRequest(
+            control_request_id=ControlRequestID.new(),
+            workflow_id=wf.record.workflow_id,
+            command=command,
+            expected_generation=wf.generation,
+            actor_identity=actor_of(username),
+            authority_scope=action.authority,
+            idempotency_key=token,
+        )
+        outcome = r.request_control(req)
+        res = outcome.result
+        return RoutedResult(action, raw, res.applied, res.detail, duplicate=outcome.replay)
+
+    results: list[RoutedResult | tuple[str, str]] = []
+    for start in range(0, len(ids), BULK_BATCH):
+        chunk = ids[start : start + BULK_BATCH]
+        # A resubmitted bulk form: what it did is noted, and the store would replay it.
+        noted = {
+            n.target: n
+            for n in RoutedActionNote.objects.filter(
+                token__in=[note_token(token, i) for i in chunk]
+            )
+        }
+        results += [
+            RoutedResult(action, i, noted[i].done, noted[i].detail, duplicate=True)
+            for i in chunk
+            if i in noted
+        ]
+        chunk = [i for i in chunk if i not in noted]
+        try:
+            results += routed.transact(partial(_each, one, chunk))
+        except StorageError:
+            # One workflow refused mid-batch (it moved under us): the batch rolled
+            # back, so take its workflows one transaction each and skip the refused.
+            for raw in chunk:
+                try:
+                    results += routed.transact(partial(_each, one, [raw]))
+                except StorageError as exc:
+                    results.append((raw, str(exc)))
+    done = tuple(x for x in results if isinstance(x, RoutedResult))
+    for result in done:
+        note(token, result.target, username, reason, result)
+    skipped = tuple(x for x in results if not isinstance(x, RoutedResult))
+    return BulkControlSummary(action, done, skipped)
+
+
+Outcome = RoutedResult | tuple[str, str]
+
+
+def _each(
+    one: Callable[[RoutedRules, str], Outcome], ids: list[str], r: RoutedRules
+) -> list[Outcome]:
+    return [one(r, i) for i in ids]
+
+
+# ---------------------------------------------------------------- the confirmation and the action
+
+
+def matching(data: QueryDict) -> tuple[list[str], dict[str, int]]:
+    """The workflow IDs the list's filter matches (``status``, ``kind`` and
+    ``deployment`` repeat; a ``workflow`` list selects rows), newest first, at most
+    BULK_CAP, with their count by status; one snapshot."""
+    statuses = set(data.getlist("status"))
+    kinds = set(data.getlist("kind"))
+    deployments = set(data.getlist("deployment"))
+    chosen = set(data.getlist("workflow"))
+    unknown = statuses - {s.name for s in WorkflowStatus}
+    if unknown:
+        raise Invalid(f"unknown status {sorted(unknown)[0]!r}")
+
+    def read(r: RoutedRules) -> list[WorkflowRecord]:
+        return [s.record for s in r.list_workflows()]
+
+    found = [
+        wf
+        for wf in default_routed_store().view(read)
+        if (not statuses or wf.status.name in statuses)
+        and (not kinds or wf.workflow_kind in kinds)
+        and (not deployments or wf.deployment_id in deployments)
+        and (not chosen or wf.workflow_id in chosen)
+    ]
+    found.sort(key=lambda wf: wf.created_at, reverse=True)
+    found = found[:BULK_CAP]
+    return [wf.workflow_id for wf in found], dict(Counter(wf.status.name for wf in found))
+
+
+def _action(data: QueryDict) -> RoutedAction:
+    act = next((a for a in BULK_ACTIONS if a.value == data.get("do", "")), None)
+    if act is None:
+        raise Invalid("choose pause, resume or cancel")
+    return act
+
+
+def _filter_params(data: QueryDict) -> list[tuple[str, str]]:
+    return [(k, v) for k in ("status", "kind", "deployment", "workflow") for v in data.getlist(k)]
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@storage_errors
+def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
+    """GET: what the filter matches and what the action will do to it; POST: act on
+    what the filter matches now (re-read), then the summary."""
+    data = request.POST if request.method == "POST" else request.GET
+    act = _action(data)
+    refused = refusal(request, act.authority)
+    if refused is not None:
+        return refused
+    ids, by_status = matching(data)
+    eligible = sum(n for s, n in by_status.items() if act in allowed_actions(WorkflowStatus[s]))
+    context: dict[str, object] = {
+        "action": act,
+        "by_status": sorted(by_status.items()),
+        "matched": len(ids),
+        "eligible": eligible,
+        "params": _filter_params(data),
+        "cap": BULK_CAP,
+    }
+    if request.method != "POST":
+        form = ActionForm(initial={"token": new_token()})
+        return render(request, TEMPLATE, context | {"form": form})
+    form = ActionForm(request.POST)
+    if not form.is_valid():
+        return render(request, TEMPLATE, context | {"form": form}, status=400)
+    summary = do_bulk_control(
+        default_routed_store(),
+        username=request.user.get_username(),
+        action=act,
+        workflow_ids=ids,
+        reason=form.cleaned_data["reason"],
+        token=form.cleaned_data["token"],
+    )
+    return render(request, TEMPLATE, context | {"summary": summary})
