@@ -274,3 +274,17 @@
   setInterval(function () { tick(); status(); }, 1000);
   setInterval(ages, 5000);
 })();
+
+/* ---------------------------------------------------------------- routed-run controls (ractions)
+   A routed-run confirmation opened in place: a stale form (409, "changed since you
+   loaded it") comes back as the re-read confirmation; show it in place like a 400. */
+(function () {
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var xhr = evt.detail.xhr;
+    var elt = evt.detail.elt;
+    if (xhr && xhr.status === 409 && elt && elt.closest && elt.closest(".inline-confirm.routed")) {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
+  });
+})();
