@@ -6,11 +6,18 @@ records keep the actor and the idempotency key, but a ``ControlRequest`` (verbat
 from the spec) has no reason, and a deployment status change has no actor; the note
 keeps both, one row per form submission and workflow (its token is unique, which is also what
 makes a resubmitted deployment or alias form a no-op).
+
+Saved views and preferences are defined by feature (``console/saved/models.py``) and
+imported here, because Django looks for an app's models in ``<app>.models``.
 """
 
 from __future__ import annotations
 
 from django.db import models
+
+from console.saved.models import Preference, SavedView
+
+__all__ = ["Preference", "RoutedActionNote", "SavedView"]
 
 
 class RoutedActionNote(models.Model):

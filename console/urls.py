@@ -12,6 +12,7 @@ from console.routed import control as routed_control
 from console.runs import views as runs
 from console.runtime import artifacts
 from console.runtime import views as runtime
+from console.saved import views as saved
 from console.triage import views as triage
 from console.works import views as works
 
@@ -62,6 +63,11 @@ urlpatterns = [
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),
     path("preferences/theme", misc.theme, name="theme"),
+    path("preferences/columns", saved.work_columns, name="work_columns"),
+    path("views", saved.saved_views, name="saved_views"),
+    path("views/save", saved.save_view, name="save_view"),
+    path("views/<int:pk>/rename", saved.rename_view, name="rename_view"),
+    path("views/<int:pk>/delete", saved.delete_view, name="delete_view"),
     path("healthz", misc.healthz, name="healthz"),
     path("favicon.ico", misc.favicon, name="favicon"),
 ]

@@ -21,6 +21,7 @@ from console.dashboard.reads import (
 )
 from console.events.filters import EventFilter
 from console.runtime.filters import StartedFilter
+from console.saved.presets import BY_KEY as PRESETS
 from console.scopes import SUBTREE_DEPTH
 from console.works.filters import WorkFilter
 from storage import WorkOrder, WorkState, from_ns
@@ -168,8 +169,11 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
         "attempts_url": links.attempts(b.start, b.end),
         "events_url": links.events(b.start, b.end),
         "waiting_url": links.works(WorkState.READY, WorkState.WAITING, sort=WorkOrder.UPDATED_ASC),
-        # The stuck longest first, as the dashboard's own list of them.
-        "exhausted_url": links.works(exhausted=True, sort=WorkOrder.UPDATED_ASC),
+        # The right-now tiles are presets (console/saved/presets.py): a tile and the
+        # Work list's Views menu open the same list for the same question.
+        "exhausted_url": PRESETS["exhausted"].url(links.within),
+        "expired_url": PRESETS["expired-leases"].url(links.within),
+        "overdue_url": PRESETS["timers-overdue"].url(links.within),
         "errors_url": reverse("errors") + (f"?within={d.scope.id}" if d.scope else ""),
     }
 

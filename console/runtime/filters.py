@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.http import QueryDict
@@ -50,3 +51,19 @@ def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedF
     if errors:
         raise FilterError(errors)
     return StartedFilter(within=within, **times)
+
+
+_AGE = re.compile(r"^(\d{1,6})([smhd])$")
+_AGE_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
+
+
+def parse_older(raw: str) -> int:
+    """The Waits page's ``older`` (``30m``, ``1h``, ``2d``) in ns; 0 when empty.
+    An age, never an instant: a bookmark of "older than an hour" keeps meaning it."""
+    raw = raw.strip()
+    if not raw:
+        return 0
+    match = _AGE.match(raw)
+    if match is None:
+        raise FilterError({"older": f"older is an age like 30m, 1h or 2d, not {raw!r}."})
+    return int(match.group(1)) * _AGE_NS[match.group(2)]

@@ -87,18 +87,24 @@ class WaitItem:
     timeout: Timer | None
 
 
-def read_active_waits(seen: str = "") -> Listing[WaitItem] | None:
+def read_active_waits(
+    seen: str = "", older_ns: int = 0, now: int | None = None
+) -> Listing[WaitItem] | None:
     """Active Waits, oldest first, each with its timeout Timer (all Timers are read
-    once rather than one query per Wait)."""
+    once rather than one query per Wait); with ``older_ns``, only those created at
+    least that long before the View's time."""
 
     def build(tx: Tx, stamp: str) -> Listing[WaitItem]:
         waits = tx.active_waits()
+        if older_ns:
+            waits = [w for w in waits if w.created_at <= tx.now - older_ns]
         timers = {t.id: t for t in tx.timers()} if any(w.timeout_timer_id for w in waits) else {}
         rows = [WaitItem(w, timers.get(w.timeout_timer_id)) for w in waits]
         rows.sort(key=lambda r: (r.wait.created_at, r.wait.id))
         return Listing(tx.now, stamp, rows)
 
-    return polled_view(seen, build)
+    # Age alone moves a Wait into an "older than" list: re-render once a minute then.
+    return polled_view(seen, build, now=now, period=60 * 10**9 if older_ns else 0)
 
 
 def read_timers(due_only: bool, seen: str = "") -> Listing[Timer] | None:

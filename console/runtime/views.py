@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
-from console.runtime.filters import parse_started_filter
+from console.runtime.filters import parse_older, parse_started_filter
 from console.runtime.reads import (
     read_active_waits,
     read_live_executions,
@@ -50,7 +50,14 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
 
 @page
 def waits(request: HtmxHttpRequest) -> HttpResponse:
-    return _listing(request, "console/waits.html", read_active_waits(seen_stamp(request)))
+    """Active Waits; ``older=1h`` keeps those waiting longer than that (a preset)."""
+    try:
+        older_ns = parse_older(request.GET.get("older", ""))
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid request", " ".join(exc.errors.values()))
+    listing = read_active_waits(seen_stamp(request), older_ns)
+    older = request.GET.get("older", "").strip() if older_ns else ""
+    return _listing(request, "console/waits.html", listing, older=older)
 
 
 @page

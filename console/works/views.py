@@ -16,6 +16,7 @@ from console.runtime.previews import (
     TAIL_BYTES,
     attempt_artifacts,
 )
+from console.saved.views import work_list_context
 from console.urlstate import FilterError
 from console.works.filters import (
     QUALIFIERS,
@@ -54,6 +55,7 @@ def work_list(request: HtmxHttpRequest) -> HttpResponse:
     if found is not None and found.url:
         return redirect(found.url)
     context: dict[str, Any] = {"filter": f, "form": filter_form(f), "q": " ".join(search.terms)}
+    context.update(work_list_context(request, f))  # saved views, the columns chosen
     unknown = unknown_values(f, search.qualifiers) if search.qualifiers else []
     if unknown:
         # Said on the page, not after a redirect to an empty list: the value is wrong.
