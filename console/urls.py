@@ -9,6 +9,7 @@ from console.operate import bulk
 from console.operate import views as operate
 from console.routed import bulk as routed_bulk
 from console.routed import control as routed_control
+from console.routed import deploy_actions as routed_deploy
 from console.runs import views as runs
 from console.runtime import artifacts
 from console.runtime import views as runtime
@@ -49,6 +50,16 @@ urlpatterns = [
     path("runs/<id:run_id>", runs.run_detail, name="run_detail"),
     # Routed-run operator actions (console/routed/control.py, bulk.py).
     path("routed/actions/bulk", routed_bulk.bulk_control, name="routed_bulk"),
+    path(
+        "routed/actions/deployment/<str:action>/<id:deployment_id>",
+        routed_deploy.deployment_status,
+        name="routed_deployment_action",
+    ),
+    path(
+        "routed/actions/alias/repoint/<id:alias>",
+        routed_deploy.alias_repoint,
+        name="routed_alias_repoint",
+    ),
     path(
         "routed/actions/<str:action>/<id:workflow_id>",
         routed_control.workflow_action,
