@@ -10,14 +10,14 @@ makes no durability or throughput claim, and implements no scheduling or routing
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from . import codec
 from .clock import wall_clock
 from .meaning import ids as id_meaning
-from .meaning import series, triage
+from .meaning import series, tally, triage
 from .meaning.events import EventScan
 from .meaning.query import select_facets, select_works
 from .records import (
@@ -82,6 +82,7 @@ class MemoryState:
     kv: dict[tuple[str, str], bytes] = field(default_factory=dict)
     runs: dict[str, RunRow] = field(default_factory=dict)  # rows are immutable
     routed: RoutedTables = field(default_factory=empty_tables)  # storage.routed's rows
+    tally: dict[tally.TallyKey, int] = field(default_factory=dict)  # meaning.tally
     sequence: int = 0
     last_now: Nanos = 0
     version: int = 0
@@ -97,6 +98,7 @@ class MemoryState:
             kv=dict(self.kv),
             runs=dict(self.runs),
             routed=copy_tables(self.routed),
+            tally=dict(self.tally),
             sequence=self.sequence,
             last_now=self.last_now,
             version=self.version,
@@ -162,6 +164,14 @@ class MemoryTx(BaseTx):
 
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
         return select_facets(query, self._list("work"))
+
+    def _add_tally(self, changes: Mapping[tally.TallyKey, int]) -> None:
+        rows = self.state.tally
+        for key, n in changes.items():
+            rows[key] = rows.get(key, 0) + n
+
+    def _tally_facets(self, query: WorkQuery) -> WorkFacets:
+        return tally.facets(query, self.state.tally.items())
 
     def _stored(self, seq: int) -> StoredEvent:
         row = self.state.events[seq]

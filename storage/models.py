@@ -165,6 +165,31 @@ class WorkRow(_Row):
         ]
 
 
+class WorkTallyRow(_Row):
+    """The Work tally (``storage.meaning.tally``): how many Work of one (state, Scope,
+    kind) have one value of one facet dimension, kept by the rules in the write
+    transaction. A row whose Work all moved on stays at 0 (deleting it would cost a
+    statement per commit; the rows number the combinations ever seen, not the Work)."""
+
+    id = models.BigAutoField(primary_key=True)
+    dimension = models.CharField(max_length=16)
+    state = models.CharField(max_length=16)
+    scope_id = models.CharField(max_length=255)
+    kind = models.CharField(max_length=200)
+    value = models.CharField(max_length=255)
+    n = models.BigIntegerField()
+
+    class Meta:
+        db_table = "conduit_work_tally"
+        # The upsert's conflict target, and the facets' read: dimension first, so the
+        # Work rows (dimension "") and the other dimensions are two ranges.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dimension", "state", "scope_id", "kind", "value"], name="work_tally_key"
+            )
+        ]
+
+
 class KeyRow(_Row):
     source = models.CharField(max_length=255)
     external_id = models.CharField(max_length=255)

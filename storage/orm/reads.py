@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import FullResultSet
@@ -21,6 +21,7 @@ from .. import codec
 from ..meaning.events import EventScan
 from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
+from ..meaning.tally import TallyKey
 from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
 from ..records import (
     Buckets,
@@ -40,6 +41,7 @@ from ..runs.query import RunRow
 from ..runs.records import RunQuery
 from ..tx import BaseTx
 from . import schema
+from . import tally as tally_sql
 from .dialect import Dialect
 
 # The Scope of an attempt (alias x): its Work's, by a primary-key probe.
@@ -159,8 +161,18 @@ class OrmReads(BaseTx):
     def _count_works(self, query: WorkQuery) -> int:
         return self._filtered(query).count()
 
+    def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
+        self._cursor.executemany(tally_sql.UPSERT, tally_sql.upsert_rows(changes))
+
+    def _tally_facets(self, query: WorkQuery) -> WorkFacets:
+        sql, params = tally_sql.facets_statement(query)
+        cursor = self._cursor
+        cursor.execute(sql, params)
+        return tally_sql.facets_of(cursor.fetchall())
+
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
-        # One GROUP BY over all seven dimensions, answered from the work_facets_triage
+        # For the selections the tally cannot answer (meaning.tally.answers): one
+        # GROUP BY over all seven dimensions, answered from the work_facets_triage
         # covering index (COUNT(*), not COUNT(id), so no table row is read), then
         # folded per dimension: the combinations are few even when the Work are many.
         columns = ("state", "kind", "source", "scope_id", "latest_executor", "error_group")

@@ -26,6 +26,7 @@ from ..models import (
     TimerRow,
     WaitRow,
     WorkRow,
+    WorkTallyRow,
 )
 from ..records import LIVE_STATES, Execution, Scope, Table, Timer, Wait, Work
 from ..tables import RECORD_CLASSES, live_values
@@ -116,6 +117,7 @@ TABLES: dict[Table, RecordTable] = {
 PER_WORK: tuple[Table, ...] = tuple(t for t, spec in TABLES.items() if spec.per_work)
 
 WORK = WorkRow._meta.db_table
+WORK_TALLY = WorkTallyRow._meta.db_table
 EXECUTION = ExecutionRow._meta.db_table
 SCOPE = ScopeRow._meta.db_table
 WAIT = WaitRow._meta.db_table

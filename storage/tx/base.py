@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from dataclasses import replace
 
 from ..errors import Cancelled, Fenced, Invalid, ReadOnly, TxClosed
-from ..meaning import triage
-from ..records import Execution, ExecutionState, Guard, LeaseRef, Nanos, WaitState, WorkState
+from ..meaning import tally, triage
+from ..records import (
+    Execution,
+    ExecutionState,
+    Guard,
+    LeaseRef,
+    Nanos,
+    WaitState,
+    Work,
+    WorkState,
+)
 from .rows import Rows
 
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
@@ -64,6 +74,9 @@ class TxBase(Rows):
         # Work whose triage marks this commit settles: True when one of its attempts
         # changed (its error group may have), False for the Work or a Timer only.
         self._touched: dict[str, bool] = {}
+        # What this transaction's Work writes change in the tally (``meaning.tally``),
+        # not yet handed to the backend (``_settle_tally``).
+        self._tally: Counter[tally.TallyKey] = Counter()
         # Set by the first write call; commits of dirty transactions bump the store
         # version that lets the console answer "unchanged" without reading records.
         self.dirty = False
@@ -117,6 +130,22 @@ class TxBase(Rows):
             raise Fenced(f"Work {x.work_id} is terminal")
         return x
 
+    def _write_work(self, previous: Work | None, stored: Work) -> None:
+        """Every Work write of the rules: the record (``previous`` None: a new Work)
+        and its change to the tally, which reaches the backend once per transaction
+        (``_settle_tally``), however many times the Work was written."""
+        self._put("work", stored, create=previous is None)
+        tally.delta(previous, stored, self._tally)
+
+    def _settle_tally(self) -> None:
+        """Hand the pending tally changes to the backend: at commit, and before a
+        read the tally answers, so a read inside the writing transaction sees its
+        own writes counted."""
+        changed = {key: n for key, n in self._tally.items() if n}
+        self._tally.clear()
+        if changed:
+            self._add_tally(changed)
+
     def _touch(self, work_id: str, attempt: bool = False) -> None:
         """Note a Work whose triage marks (``Work.exhausted``, ``error_group``) may
         have changed, to settle once at commit, whatever order the writes came in."""
@@ -142,13 +171,15 @@ class TxBase(Rows):
                 and not self._list("timer", work_id=work_id, live=True)
             )
             if (exhausted, group) != (work.exhausted, work.error_group):
-                self._put("work", replace(work, exhausted=exhausted, error_group=group), False)
+                self._write_work(work, replace(work, exhausted=exhausted, error_group=group))
         self._touched.clear()
 
     def before_commit(self) -> None:
         """Waits must join the transaction that parks their attempt (resolution 19);
-        the triage marks of every Work this transaction touched are settled."""
+        the triage marks of every Work this transaction touched are settled, and then
+        the tally changes of every Work write (the marks' included) are handed on."""
         self._settle_triage()
+        self._settle_tally()
         for wait_id in self._registered_waits:
             wait = self._get("wait", wait_id)
             if wait is None or wait.state is not WaitState.ACTIVE:

@@ -162,14 +162,14 @@ class ExecutionRules(WorkRules):
         self._touch(work.id, attempt=True)
         # Storage keeps Work.latest_executor; it is metadata, so no Work revision bump.
         if work.latest_executor != executor:
-            self._put("work", replace(work, latest_executor=executor), create=False)
+            self._write_work(work, replace(work, latest_executor=executor))
         return stored
 
     def _note_executor(self, x: Execution) -> None:
         latest = self._latest_attempt(x.work_id)
         if latest is not None and latest.id == x.id:
             work = self._require_work(x.work_id)
-            self._put("work", replace(work, latest_executor=x.executor), create=False)
+            self._write_work(work, replace(work, latest_executor=x.executor))
 
     def execution(self, execution_id: str) -> Execution:
         self._check()
@@ -225,7 +225,7 @@ class ExecutionRules(WorkRules):
             running = replace(
                 work, state=WorkState.RUNNING, revision=work.revision + 1, updated_at=self._now
             )
-            self._put("work", running, create=False)
+            self._write_work(work, running)
         return stored
 
     def renew(self, lease: LeaseRef, expires_at: Nanos) -> Execution:

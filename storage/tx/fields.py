@@ -50,6 +50,15 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
         "source": ID_MAX_BYTES,  # a key's source, else the kind
         "latest_executor": ID_MAX_BYTES,  # an Execution's executor
     },
+    # The tally's keys are the Work columns above; ``value`` holds a source, an
+    # executor or an error group (storage.meaning.tally), each at most ID_MAX_BYTES.
+    "conduit_work_tally": {
+        "dimension": 16,  # the names of meaning.tally.DIMENSIONS
+        "state": 16,
+        "scope_id": ID_MAX_BYTES,
+        "kind": DOTTED_MAX,
+        "value": ID_MAX_BYTES,
+    },
     "conduit_key": {"source": ID_MAX_BYTES, "external_id": ID_MAX_BYTES, "work_id": ID_MAX_BYTES},
     "conduit_event": {
         "id": ID_MAX_BYTES,

@@ -10,10 +10,11 @@ interface in one place.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 from ..meaning.events import EventScan
+from ..meaning.tally import TallyKey
 from ..records import (
     Buckets,
     CorrelationKey,
@@ -115,7 +116,18 @@ class Rows(ABC):
 
     @abstractmethod
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
-        """Counts per facet value under ``query``'s filters (``select_facets``)."""
+        """Counts per facet value under ``query``'s filters (``select_facets``),
+        counted from the Work: for the selections the tally cannot answer."""
+
+    # -- the Work tally (meaning in storage/meaning/tally.py) ------------------------
+    @abstractmethod
+    def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
+        """Add each (nonzero) change to its tally row, creating rows as needed."""
+
+    @abstractmethod
+    def _tally_facets(self, query: WorkQuery) -> WorkFacets:
+        """``tally.facets`` of ``query`` (one the tally ``answers``) over the stored
+        tally rows; cost follows the rows of the selected combinations."""
 
     # -- Events ---------------------------------------------------------------------
     @abstractmethod

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
+from ..meaning import tally
 from ..meaning.query import check_query
 from ..records import CorrelationKey, Work, WorkFacets, WorkQuery, WorkState
 from . import fields, lifecycle
@@ -58,7 +59,7 @@ class WorkRules(TxBase):
                 created_at=self._now,
                 updated_at=self._now,
             )
-            self._put("work", stored, create=True)
+            self._write_work(None, stored)
             self._touch(work.id)
             self._add_keys(work.id, work.keys, 0)
             return stored
@@ -92,7 +93,7 @@ class WorkRules(TxBase):
             created_at=current.created_at,
             updated_at=self._now,
         )
-        self._put("work", stored, create=False)
+        self._write_work(current, stored)
         self._touch(work.id)
         self._add_keys(work.id, added, len(current.keys))
         return stored
@@ -132,9 +133,17 @@ class WorkRules(TxBase):
     def count_works(self, query: WorkQuery) -> int:
         self._check()
         check_query(query)
+        if tally.answers(query):
+            self._settle_tally()
+            return sum(self._tally_facets(query).state.values())
         return self._count_works(query)
 
     def work_facets(self, query: WorkQuery) -> WorkFacets:
+        """From the tally when it answers ``query`` (states, Scope and kind only:
+        time independent of the history), else counted from the Work rows."""
         self._check()
         check_query(query)
+        if tally.answers(query):
+            self._settle_tally()
+            return self._tally_facets(query)
         return self._work_facets(query)

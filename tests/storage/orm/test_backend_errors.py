@@ -41,6 +41,9 @@ pytestmark = [
 EVENT_TABLE = "conduit_event"
 WORK_TABLE = "conduit_work"
 KEY = CorrelationKey("test.hooks", "issue-1")
+TALLY_TABLE = "conduit_work_tally"
+# A selection the tally cannot answer (a source filter): counted from the Work rows.
+BY_SOURCE = WorkQuery(sources=frozenset({KEY.source}))
 
 Read = Callable[[Tx], object]
 
@@ -57,8 +60,10 @@ READS: list[tuple[str, Read]] = [
     (WORK_TABLE, lambda t: t.works()),
     (WORK_TABLE, lambda t: t.live_works()),
     (WORK_TABLE, lambda t: t.query_works(WorkQuery())),
-    (WORK_TABLE, lambda t: t.count_works(WorkQuery())),
-    (WORK_TABLE, lambda t: t.work_facets(WorkQuery())),
+    (TALLY_TABLE, lambda t: t.count_works(WorkQuery())),
+    (TALLY_TABLE, lambda t: t.work_facets(WorkQuery())),
+    (WORK_TABLE, lambda t: t.count_works(BY_SOURCE)),
+    (WORK_TABLE, lambda t: t.work_facets(BY_SOURCE)),
     (WORK_TABLE, lambda t: t.work("w1")),
     (WORK_TABLE, lambda t: t.work_by_key(KEY)),
 ]
@@ -75,6 +80,8 @@ READ_IDS = [
     "query_works",
     "count_works",
     "work_facets",
+    "count_works_by_source",
+    "work_facets_by_source",
     "work",
     "work_by_key",
 ]

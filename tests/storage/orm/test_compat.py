@@ -202,7 +202,7 @@ from storage.ops.backfill import backfill_event_scopes, backfill_executors
 from storage.runs import RunQuery, RunRecord
 from dataclasses import replace
 from django.core.management import call_command
-from storage import Buckets
+from storage import Buckets, WorkQuery, select_facets
 def plan():
     executor = MigrationExecutor(connection)
     return executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
@@ -219,6 +219,8 @@ def read(tx):
         "schema_version": store.schema_version,
         "works": [w.id for w in tx.works()],
         "marks": {w.id: [w.state.value, w.exhausted, w.error_group] for w in tx.works()},
+        # 0009 backfilled the tally: its facets are the Work's own (the rows read).
+        "tallied": tx.work_facets(WorkQuery()) == select_facets(WorkQuery(), tx.works()),
         "events": {e.id: [e.event.actor, e.scope_id] for e in tx.events()},
         "binding": [x.binding.executor, list(x.binding.pass_env)],
         "scope_bindings": [list(b.pass_env) for b in tx.scope("acme").bindings],
@@ -257,8 +259,10 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0006_routed_runs",
         "0007_routed_artifacts_progress",
         "0008_triage_marks",
+        "0009_work_tally",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
+    assert out["tallied"], "the tally's facets differ from the Work's after 0009"
     assert out["schema_version"] == 1
     assert out["works"] == ["w-legacy", "w-plain"]
     # Nothing there is exhausted or failed: the backfill leaves the marks unset.

@@ -1,6 +1,8 @@
 """Q-13: ``query_works``, ``count_works`` and ``work_facets`` on SQLite equal
 ``storage.select_works`` / ``select_facets`` over a plain list of the same Work, for
-randomised data sets (with time ties) and randomised queries; so do the dashboard's
+randomised data sets (with time ties) and randomised queries (their selection by
+states, Scope and kind alone too, which the tally answers, and the tally itself equals
+its full count, ``meaning.tally.count``); so do the dashboard's
 ``work_series`` and ``exhausted_works`` their meaning in ``storage.meaning.series``."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +36,7 @@ from storage import (
     select_facets,
     select_works,
 )
+from storage.meaning import tally
 from storage.meaning.series import select_exhausted, work_series
 from storage.meaning.triage import failure_key, select_error_groups
 from storage.orm import OrmStore
@@ -204,6 +208,15 @@ def test_sqlite_queries_equal_select_works(
             assert tx.exhausted_works(query) == exhausted, query
             assert tx.count_exhausted(query) == len(select_exhausted(unpaged, *inputs(tx))), query
             assert tx.error_groups(query) == select_error_groups(query, everything), query
+            # The same selection by its tally keys alone: answered from the tally.
+            keyed = WorkQuery(
+                states=query.states,
+                scope_id=query.scope_id,
+                scope_ids=query.scope_ids,
+                kind=query.kind,
+            )
+            assert tx.work_facets(keyed) == select_facets(keyed, everything), keyed
+            assert tx.count_works(keyed) == len(select_works(keyed, everything)), keyed
         # The marks kept at commit equal their recomputation from attempts and Timers.
         recomputed = select_exhausted(WorkQuery(order=WorkOrder.CREATED_ASC), *inputs(tx))
         assert [
@@ -217,3 +230,8 @@ def test_sqlite_queries_equal_select_works(
         }
 
     store.view(check)
+    # The committed tally rows are the full count of the stored Work (zero rows aside).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT state, scope_id, kind, dimension, value, n FROM conduit_work_tally")
+        rows = {tuple(row[:5]): row[5] for row in cursor.fetchall() if row[5]}
+    assert rows == tally.count(store.view(lambda tx: tx.works()))

@@ -1,0 +1,115 @@
+"""The Work tally's SQL (``storage.meaning.tally`` is its meaning): the upsert the
+rules' changes go out as, the facets read, and the rebuild a migration or a bulk
+load runs.
+
+Write contention. Every committing writer that changes a Work adds to a few tally
+rows, and two writers changing Work of the same (state, Scope, kind) touch the same
+row. On SQLite writers are serialised by ``BEGIN IMMEDIATE`` anyway; on PostgreSQL by
+the writers' advisory lock, taken before ``BEGIN`` (``orm.store``), so a tally row
+never makes one writer wait for another that the lock did not already order, and the
+SERIALIZABLE transaction underneath never sees a concurrent update of it. The cost
+that remains is the statement: one ``executemany`` upsert per committing
+transaction that changed Work, sent with its other writes. A writer outside the lock
+(a raw query) that updated a tally row would be a serialization failure (``Conflict``),
+as for every other row. Were the lock ever dropped for row-level concurrency, hot
+rows (``ready`` of the busiest kind) would serialise writers; the remedy then is
+striping each key over a few rows (a ``stripe`` column summed by the read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..meaning import tally
+from ..records import WorkFacets, WorkQuery
+from . import schema
+
+_COLUMNS = "dimension, state, scope_id, kind, value"
+
+UPSERT = (
+    f"INSERT INTO {schema.WORK_TALLY} ({_COLUMNS}, n) VALUES (%s, %s, %s, %s, %s, %s) "
+    f"ON CONFLICT ({_COLUMNS}) DO UPDATE SET n = {schema.WORK_TALLY}.n + excluded.n"
+)
+
+
+def upsert_rows(changes: Mapping[tally.TallyKey, int]) -> list[list[Any]]:
+    """The upsert's parameters, in key order (the index's: fewer page visits)."""
+    rows = [
+        [dimension, state, scope, kind, value, n]
+        for (state, scope, kind, dimension, value), n in changes.items()
+    ]
+    return sorted(rows)
+
+
+def _where(query: WorkQuery) -> tuple[str, list[Any]]:
+    """The selection's (state, Scope, kind) filter, as ``tally.selects`` means it."""
+    where: list[str] = []
+    params: list[Any] = []
+
+    def any_of(column: str, values: list[str]) -> None:
+        where.append(f"{column} IN ({', '.join(['%s'] * len(values))})")
+        params.extend(values)
+
+    if query.states:
+        any_of("state", sorted(s.value for s in query.states))
+    if query.scope_id:
+        where.append("scope_id = %s")
+        params.append(query.scope_id)
+    if query.scope_ids:
+        any_of("scope_id", sorted(query.scope_ids))
+    if query.kind:
+        where.append("kind = %s")
+        params.append(query.kind)
+    return "".join(f" AND {w}" for w in where), params
+
+
+def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
+    """One statement of four sums over the selected tally rows: per state, kind and
+    Scope from the Work rows (dimension ""), per value of every other dimension. Its
+    cost follows the combinations selected, whatever the number of Work."""
+    where, params = _where(query)
+    work = f"FROM {schema.WORK_TALLY} WHERE dimension = ''{where}"
+    parts = [
+        f"SELECT 'state', state, SUM(n) {work} GROUP BY state",
+        f"SELECT 'kind', kind, SUM(n) {work} GROUP BY kind",
+        f"SELECT 'scope', scope_id, SUM(n) {work} GROUP BY scope_id",
+        f"SELECT dimension, value, SUM(n) FROM {schema.WORK_TALLY} "
+        f"WHERE dimension <> ''{where} GROUP BY dimension, value",
+    ]
+    return " UNION ALL ".join(parts), params * len(parts)
+
+
+def facets_of(rows: list[tuple[str, str, Any]]) -> WorkFacets:
+    """The facets from ``facets_statement``'s rows."""
+    sums: dict[str, dict[str, int]] = {}
+    exhausted = 0
+    for facet, value, n in rows:
+        if facet == tally.EXHAUSTED:
+            exhausted += int(n)
+        else:
+            sums.setdefault(facet, {})[value] = int(n)
+    return tally.from_sums(sums, exhausted)
+
+
+def rebuild(cursor: Any, true: Any) -> None:
+    """Replace the tally by a full count of the Work rows (``tally.count``): for a
+    migration's backfill, or after a bulk load that wrote Work rows in plain SQL.
+    ``true`` is the engine's boolean literal for the ``exhausted`` column."""
+    cursor.execute(f"DELETE FROM {schema.WORK_TALLY}")
+    key = "state, scope_id, kind"
+    parts = [
+        f"SELECT '', {key}, '', COUNT(*) FROM {schema.WORK} GROUP BY {key}",
+        *(
+            f"SELECT '{dimension}', {key}, {column}, COUNT(*) FROM {schema.WORK} "
+            f"GROUP BY {key}, {column}"
+            for dimension, column in (
+                (tally.SOURCE, "source"),
+                (tally.EXECUTOR, "latest_executor"),
+                (tally.GROUP, "error_group"),
+            )
+        ),
+        f"SELECT '{tally.EXHAUSTED}', {key}, '', COUNT(*) FROM {schema.WORK} "
+        f"WHERE exhausted = {true} GROUP BY {key}",
+    ]
+    cursor.execute(f"INSERT INTO {schema.WORK_TALLY} ({_COLUMNS}, n) {' UNION ALL '.join(parts)}")
