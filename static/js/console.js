@@ -288,3 +288,179 @@
     }
   });
 })();
+
+/* ---------------------------------------------------------------- keyboard (views)
+   One keydown listener: "/" focuses the search box, j/k move a row focus through the
+   page's list rows, x ticks the focused row's checkbox, Enter opens its first link,
+   r refreshes the live region now (its poll, or a reload when polling is off), t
+   clicks the theme button, ? opens the help (a modal <dialog>: Esc closes it and
+   focus returns where it was). Keys are ignored while typing in a field or with
+   Ctrl, Alt or Meta held, so browser and screen-reader shortcuts keep working. The
+   focused row is remembered by its first link, so a live update that replaces the
+   rows gives the focus back to the same row. Built from DOM calls: no inline script. */
+(function () {
+  "use strict";
+
+  var HELP = [
+    ["/", "Focus the search box"],
+    ["j", "Move to the next row"],
+    ["k", "Move to the previous row"],
+    ["x", "Select or unselect the focused row"],
+    ["Enter", "Open the focused row"],
+    ["r", "Refresh the list now"],
+    ["t", "Switch the theme"],
+    ["?", "Show these keys"],
+    ["Esc", "Close this help"]
+  ];
+  var focusedKey = "";
+
+  function typing(el) {
+    if (!el || !el.matches) return false;
+    if (el.isContentEditable || el.matches("textarea, select")) return true;
+    return el.matches("input") &&
+      !/^(checkbox|radio|button|submit|reset|range|color|file|image)$/.test(el.type);
+  }
+
+  function rows() {
+    var all = document.querySelectorAll("main table.grid > tbody > tr");
+    return Array.prototype.filter.call(all, function (tr) {
+      return !tr.hasAttribute("data-inline-confirm") && tr.getClientRects().length > 0;
+    });
+  }
+
+  function keyOf(tr) {
+    var link = tr.querySelector("a[href]");
+    var box = tr.querySelector("input[type=checkbox]");
+    return link ? link.getAttribute("href") : box ? box.value : "";
+  }
+
+  function current() {
+    return document.querySelector("main tr.kbd-focus");
+  }
+
+  function focusRow(tr) {
+    var old = current();
+    if (old && old !== tr) old.classList.remove("kbd-focus");
+    tr.classList.add("kbd-focus");
+    tr.setAttribute("tabindex", "-1");
+    tr.focus({ preventScroll: true });
+    tr.scrollIntoView({ block: "nearest" });
+    focusedKey = keyOf(tr);
+  }
+
+  function move(step) {
+    var list = rows();
+    if (!list.length) return;
+    var at = list.indexOf(current());
+    var next = at === -1 ? 0 : Math.min(Math.max(at + step, 0), list.length - 1);
+    focusRow(list[next]);
+  }
+
+  function refresh() {
+    var regions = document.querySelectorAll("[data-poll]");
+    if (!regions.length || !window.htmx) {
+      window.location.reload();
+      return;
+    }
+    regions.forEach(function (el) { window.htmx.trigger(el, "consolewake"); });
+  }
+
+  function helpDialog() {
+    var dialog = document.getElementById("kbd-help");
+    if (dialog) return dialog;
+    dialog = document.createElement("dialog");
+    dialog.id = "kbd-help";
+    dialog.className = "kbd-help";
+    dialog.setAttribute("aria-labelledby", "kbd-help-title");
+    var title = document.createElement("h2");
+    title.id = "kbd-help-title";
+    title.textContent = "Keyboard shortcuts";
+    var list = document.createElement("dl");
+    HELP.forEach(function (entry) {
+      var dt = document.createElement("dt");
+      var kbd = document.createElement("kbd");
+      kbd.textContent = entry[0];
+      dt.appendChild(kbd);
+      var dd = document.createElement("dd");
+      dd.textContent = entry[1];
+      list.appendChild(dt);
+      list.appendChild(dd);
+    });
+    var note = document.createElement("p");
+    note.className = "muted small";
+    note.textContent = "Keys do nothing while you type in a field, or with Ctrl, Alt or \u2318 held.";
+    var form = document.createElement("form");
+    form.method = "dialog";
+    var close = document.createElement("button");
+    close.type = "submit";
+    close.textContent = "Close";
+    form.appendChild(close);
+    dialog.appendChild(title);
+    dialog.appendChild(list);
+    dialog.appendChild(note);
+    dialog.appendChild(form);
+    document.body.appendChild(dialog);
+    return dialog;
+  }
+
+  var actions = {
+    "/": function () {
+      var box = document.querySelector("main input[type=search], main input[name=q]");
+      if (!box) return false;
+      box.focus();
+      box.select();
+    },
+    "j": function () { move(1); },
+    "k": function () { move(-1); },
+    "x": function () {
+      var tr = current();
+      var box = tr && tr.querySelector("input[type=checkbox]");
+      if (!box) return false;
+      box.click();  // a real click: the selection count and the poll pause follow it
+    },
+    "Enter": function () {
+      var tr = current();
+      var link = tr && document.activeElement === tr && tr.querySelector("a[href]");
+      if (!link) return false;
+      link.click();
+    },
+    "r": refresh,
+    "t": function () {
+      var toggle = document.querySelector("[data-theme-toggle]");
+      if (!toggle) return false;
+      toggle.click();
+    },
+    "?": function () {
+      var dialog = helpDialog();
+      if (!dialog.open) dialog.showModal();
+    }
+  };
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.defaultPrevented || evt.isComposing || evt.ctrlKey || evt.altKey || evt.metaKey) return;
+    if (typing(evt.target)) return;
+    var help = document.getElementById("kbd-help");
+    if (help && help.open) return;  // Esc (the dialog's own) closes it; nothing else acts
+    var action = Object.prototype.hasOwnProperty.call(actions, evt.key) && actions[evt.key];
+    if (!action) return;
+    if (action() === false) return;  // nothing to act on: leave the key to the browser
+    evt.preventDefault();
+  });
+
+  document.addEventListener("click", function (evt) {
+    if (evt.target.closest && evt.target.closest("[data-kbd-help]")) actions["?"]();
+  });
+
+  /* A live update replaced the rows: put the focus back on the same row, unless the
+     reader has moved on to something else meanwhile. */
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!focusedKey || current()) return;
+    var again = rows().filter(function (tr) { return keyOf(tr) === focusedKey; })[0];
+    if (!again) return;
+    again.classList.add("kbd-focus");
+    again.setAttribute("tabindex", "-1");
+    if (document.activeElement === document.body || !document.activeElement) {
+      again.focus({ preventScroll: true });
+    }
+  });
+})();
