@@ -41,7 +41,7 @@ from storage.routed.records import (
 from storage.routed.rules import RoutedRules
 
 from . import actions as a
-from .authority import refusal, scopes_of
+from .authority import refusal
 from .forms import EXACT, AmendForm, ControlForm, RestartForm
 from .previews import Preview, read_preview
 
@@ -174,7 +174,6 @@ def _confirmation(
         "action_url": url,
         "page_url": f"{url}?next={quote(back)}" if back else url,
         "stale": stale,
-        "scopes": scopes_of(request),
     }
     template = INLINE if wants_fragment(request) else FULL
     return render(request, template, context, status=status)
@@ -236,7 +235,6 @@ def workflow_controls(request: HtmxHttpRequest, workflow_id: str) -> HttpRespons
     context = {
         "c": controls,
         "wf": controls.workflow,
-        "scopes": scopes_of(request),
         "notes": {n.token.split("/", 1)[0]: n for n in a.notes_for(workflow_id)},
         "cancel_desired": bool(controls.desired and controls.desired.cancel_precedence),
     }
