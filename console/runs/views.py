@@ -11,6 +11,7 @@ from django.shortcuts import render
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
 from console.runs.filters import format_run_key, parse_run_cursor, parse_run_filter, typed_until
+from console.runs.outcome import RunOutcome, run_outcome
 from console.runs.reads import read_run, read_run_list, read_unreadable_run
 from console.runs.tree import build_tree
 from console.runs.values import decoded_values, get_catalog
@@ -32,6 +33,7 @@ class RunItem:
     stored: StoredRun
     owned: bool
     findings: int | None
+    outcome: RunOutcome | None  # None when the record does not decode
 
 
 @page
@@ -50,10 +52,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     ids = [row.record.run_id for row in listing.rows]
     # Ownership is the run store's (OS or advisory locks), asked without taking them.
     owned = default_run_store().owned(ids) if ids else set()
-    rows = [
-        RunItem(s, s.record.run_id in owned, None if s.error else len(validate_run(s.record)))
-        for s in listing.rows
-    ]
+    rows = [_item(s, s.record.run_id in owned, listing.now) for s in listing.rows]
     older = f.querystring([("after", format_run_key(listing.next_key))]) if listing.next_key else ""
     context: dict[str, object] = {
         "filter": f,
@@ -70,9 +69,17 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     return render_region(request, TEMPLATE, "runs", context)
 
 
+def _item(stored: StoredRun, owned: bool, now: int) -> RunItem:
+    if stored.error:
+        return RunItem(stored, owned, None, None)
+    findings = len(validate_run(stored.record))
+    return RunItem(stored, owned, findings, run_outcome(stored, owned, now))
+
+
 @page
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
-    """One run record as a tree, with the validator's findings at the top."""
+    """One run record: its outcome and the graph first, then the validator's findings,
+    the fingerprints and the streams."""
     try:
         detail = read_run(run_id, seen_stamp(request))
     except (Corrupt, RecordsNewer) as exc:
@@ -82,11 +89,13 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     record = detail.stored.record
     findings = validate_run(record)
     catalog, values_error = get_catalog()
+    owned = run_id in default_run_store().owned([run_id])
     context = {
         "detail": detail,
         "record": record,
         "tree": build_tree(record, findings),
-        "owned": run_id in default_run_store().owned([run_id]),
+        "owned": owned,
+        "outcome": run_outcome(detail.stored, owned, detail.now),
         # Each value restored with the host's codecs, by its row's element id.
         "decoded": decoded_values(record, catalog) if catalog else {},
         "values_error": values_error,

@@ -45,3 +45,11 @@ def bytes_preview(data: bytes) -> str:
         except ValueError:
             pass
     return head.decode("utf-8", "replace") + more
+
+
+@register.filter
+def duration(ns: int) -> str:
+    """Nanoseconds as a span in at most two units (45s, 3m 12s), as ages are shown."""
+    from console.templatetags.console import span
+
+    return span(ns / 1_000_000_000)

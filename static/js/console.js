@@ -266,6 +266,67 @@
     }).catch(function () { /* the page already switched; the next page load says what was stored */ });
   });
 
+  /* ---------------------------------------------------------------- tables: copy IDs
+     One delegated listener for every {% short_id %} / {% copy_button %} (console/
+     templatetags/ids.py): copies data-copy with the Clipboard API, or, where that is
+     missing or refused (plain http, an old browser), through a selected scratch field
+     and execCommand. "Copied" shows on the button and is said in a polite live region
+     made once, so a screen reader hears it without the focus moving. */
+  function copyStatus() {
+    var el = document.getElementById("copy-status");
+    if (!el) {
+      el = document.createElement("span");
+      el.id = "copy-status";
+      el.className = "visually-hidden";
+      el.setAttribute("role", "status");
+      el.setAttribute("aria-live", "polite");
+      document.body.appendChild(el);
+    }
+    return el;
+  }
+
+  function copyByField(text) {
+    var field = document.createElement("textarea");
+    field.className = "copy-buffer";
+    field.value = text;
+    field.setAttribute("readonly", "");
+    document.body.appendChild(field);
+    field.select();
+    var ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    field.remove();
+    return ok;
+  }
+
+  function copied(button, ok) {
+    var said = copyStatus();
+    said.textContent = ok ? "Copied" : "Could not copy; select the ID and copy it";
+    button.classList.toggle("copied", ok);
+    button.dataset.copiedAt = String(Date.now());
+    setTimeout(function () {
+      if (Date.now() - Number(button.dataset.copiedAt) < 1900) return;
+      button.classList.remove("copied");
+      if (said.textContent === "Copied") said.textContent = "";
+    }, 2000);
+  }
+
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest && evt.target.closest("button[data-copy]");
+    if (!button) return;
+    evt.preventDefault();
+    var text = button.getAttribute("data-copy");
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(
+        function () { copied(button, true); },
+        function () { copied(button, copyByField(text)); }
+      );
+    } else {
+      copied(button, copyByField(text));
+    }
+  });
+  document.addEventListener("DOMContentLoaded", copyStatus);
+  /* ---------------------------------------------------------------- end of copy IDs */
+
   document.addEventListener("DOMContentLoaded", function () {
     stampBirth(document);
     tick();

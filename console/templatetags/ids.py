@@ -1,0 +1,60 @@
+"""Readable IDs: an ID shown shortened, the whole of it in a tooltip, and a copy button.
+
+``{% short_id value %}`` renders the ID as text, ``{% short_id value href %}`` as a
+link. The element holds the *whole* ID as its text (drawn through ``visible``, so a
+bidi override or control character is shown, not obeyed); the stylesheet clips it to
+about eight characters and an ellipsis. So without JavaScript, and for find-in-page,
+selecting or a screen reader, the ID is all there; only the picture is short. The
+full ID is also in ``title`` (the tooltip) and in the copy button's accessible label.
+
+The copy button is inert markup (``data-copy``): one delegated listener in
+``static/js/console.js`` copies it and says "Copied" in a live region, and the
+button is hidden until that script has run (``html.js``), so a page without
+JavaScript shows no button that does nothing.
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from console.templatetags.console import visible
+
+register = template.Library()
+
+
+@register.simple_tag
+def short_id(value: object, href: str = "", noun: str = "ID") -> SafeString:
+    """An ID shortened for a table cell, with its copy button; "" shows a dash.
+
+    ``noun`` names what is copied in the button's label ("Work ID", "Execution ID").
+    Every attribute and the text go through ``format_html``, which escapes them: an ID
+    may hold any character the storage identifier rule accepts (quotes, "<", "&")."""
+    full = "" if value is None else str(value)
+    if not full:
+        return format_html('<span class="muted">{}</span>', "—")
+    clipped = format_html('<span title="{}" data-sid>{}</span>', full, visible(full))
+    # No wrapper element: a linked cell keeps the ``<a class="mono" href="...">`` it has
+    # always had (lists' tests and browser journeys find rows by it).
+    if href:
+        shown = format_html('<a class="mono" href="{}">{}</a>', href, clipped)
+    else:
+        shown = format_html('<span class="mono">{}</span>', clipped)
+    return format_html("{}{}", shown, copy_button(full, noun))
+
+
+@register.simple_tag
+def copy_button(value: object, noun: str = "ID") -> SafeString:
+    """The copy button alone, beside an ID shown whole (a page's heading)."""
+    full = "" if value is None else str(value)
+    if not full:
+        return format_html("{}", "")
+    return format_html(
+        '<button type="button" class="copy-id" data-copy="{}" aria-label="Copy {} {}" '
+        'title="Copy the whole {}"><span aria-hidden="true">⧉</span></button>',
+        full,
+        noun,
+        full,
+        noun,
+    )
