@@ -35,6 +35,7 @@ from storage.routed.ids import (
     WorkflowID,
 )
 from storage.routed.records import AliasRecord, ControlRequest, LimitAmendment
+from storage.routed.rules.base import check_text
 from storage.routed.store import RoutedStore
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -420,6 +421,8 @@ def check_request(username: str, reason: str, token: str) -> str:
         raise Invalid("give a reason for the action")
     if len(reason) > REASON_MAX:
         raise Invalid(f"the reason is {len(reason)} characters; at most {REASON_MAX}")
+    # Storable on every backend (no NUL, no lone surrogate): the note keeps it as is.
+    check_text("reason", reason, limit=4 * REASON_MAX)
     if not _TOKEN.match(token):
         raise Invalid("the form's idempotency token is malformed; reload the page")
     return reason

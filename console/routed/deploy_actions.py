@@ -22,6 +22,7 @@ from storage.routed.enums import AuthorityScope, DeploymentStatus
 from storage.routed.ids import DeploymentID
 from storage.routed.records import AliasRecord, DeploymentRecord, Stored
 from storage.routed.rules import RoutedRules
+from storage.routed.rules.base import check_text
 
 from . import actions as a
 from .authority import refusal
@@ -72,6 +73,7 @@ def alias_repoint(request: HtmxHttpRequest, alias: str) -> HttpResponse:
     refused = refusal(request, AuthorityScope.CONTROL)
     if refused is not None:
         return refused
+    check_text("alias", alias)  # a NUL or a lone surrogate is a 400, not a driver error
     current, deployments = default_routed_store().view(lambda r: _alias_and_targets(r, alias))
     choices = [
         (d.deployment_id, f"{d.package_name} {d.package_version} ({d.deployment_id})")

@@ -163,7 +163,12 @@ def test_a_pause_after_cancel_is_superseded_and_says_so():
 
 @pytest.mark.parametrize(
     ("reason", "token", "match"),
-    [("", new_token(), "reason"), ("x" * 501, new_token(), "at most"), ("ok", "short", "token")],
+    [
+        ("", new_token(), "reason"),
+        ("x" * 501, new_token(), "at most"),
+        ("nul \x00 here", new_token(), "reason"),
+        ("ok", "short", "token"),
+    ],
 )
 def test_it_refuses_bad_input_before_writing(reason, token, match):
     admission, _ = rc.running()

@@ -77,6 +77,7 @@ def test_a_viewer_and_bad_input_are_refused(controller, django_user_model):
     assert controller.get(f"/routed/actions/deployment/explode/{dep}").status_code == 404
     assert controller.get("/routed/actions/deployment/deactivate/nope").status_code == 400
     assert controller.get("/routed/actions/alias/repoint/missing").status_code == 404
+    assert controller.get("/routed/actions/alias/repoint/%00").status_code == 400
     bad = controller.post(
         f"/routed/actions/deployment/deactivate/{dep}",
         {"reason": "", "token": new_token(), "generation": "1"},
