@@ -165,3 +165,12 @@ def test_saving_is_post_only_and_needs_a_sign_in(client, as_bob):
     response = save(client, "Anon")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login")
+
+
+def test_a_facet_click_brings_back_a_save_form_for_the_new_filter(as_bob):
+    # htmx swaps the results and, out of band, the filter form and this menu: the
+    # menu's hidden query must be the filter now on screen, not the page's first.
+    html = as_bob.get("/?state=ready&kind=x", headers={"HX-Request": "true"}).content.decode()
+
+    assert 'id="view-tools" class="view-tools" hx-swap-oob="true"' in html
+    assert 'name="query" value="state=ready&amp;kind=x"' in html
