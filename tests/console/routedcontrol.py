@@ -5,6 +5,7 @@ claim under a lease, end an attempt, report the pause boundary)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from storage.default import default_routed_store
 from storage.routed.enums import AttemptStatus, FailureReason, FailureScope
@@ -30,7 +31,9 @@ def running(key: str = "key-1") -> tuple[Admission, Stored[AttemptRecord]]:
     return admission, claimed(routed(), admission)
 
 
-def end_attempt(attempt: Stored[AttemptRecord], status: AttemptStatus) -> Stored[AttemptRecord]:
+def end_attempt(
+    attempt: Stored[AttemptRecord], status: AttemptStatus, **changes: Any
+) -> Stored[AttemptRecord]:
     """The supervisor's write as the attempt stops (its lease let go)."""
     record = attempt.record
     lease = record.lease.lease_id if record.lease else None
@@ -40,6 +43,7 @@ def end_attempt(attempt: Stored[AttemptRecord], status: AttemptStatus) -> Stored
         status=status,
         failure_reason=FailureReason.MODEL_TIMEOUT if failed else None,
         failure_scope=FailureScope.WORKER if failed else None,
+        **changes,
     )
     return routed().update_attempt(moved, attempt.generation, lease)
 

@@ -244,3 +244,24 @@ def test_restart_offers_the_aliases_and_lands_on_the_new_workflow(controller):
     assert f'href="/routed/workflows/{wf}/controls"' in new_page
     [note] = a.notes_for(wf)[-1:]
     assert note.action == "restart"
+
+
+def test_continue_shows_and_resumes_from_the_latest_valid_checkpoint(controller):
+    from storage.routed.enums import ResumeCapability
+    from tests.storage.routed.support import checkpoint
+
+    admission, attempt = rc.running()
+    wf = admission.receipt.workflow_id
+    saved = rc.routed().save_checkpoint(checkpoint(attempt.record))
+    rc.end_attempt(
+        attempt, AttemptStatus.FAILED, resume_capability=ResumeCapability.SAFE_CHECKPOINT
+    )
+
+    form = controller.get(url("continue", wf)).content.decode()
+    assert saved.checkpoint_id in form
+    assert "Attempt 2 starts from checkpoint" in form
+    response = post(controller, "continue", wf)
+
+    assert response.status_code == 302
+    [result] = rc.routed().list_control_results(wf)
+    assert result.resume_checkpoint_id == saved.checkpoint_id
