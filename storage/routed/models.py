@@ -64,9 +64,21 @@ class RoutedIdempotencyRow(RoutedRow):
 
 
 class RoutedWorkflowRow(RoutedRow):
+    # The Workflows list's facets (``rows.FACET_TABLES``): kind and terminal reason
+    # beside deployment (parent) and status, each indexed with the list's order (id,
+    # newest first) so a filtered page is one index range.
+    kind = models.CharField(max_length=64, default="")
+    reason = models.CharField(max_length=64, default="")
+
     class Meta(RoutedRow.Meta):
         db_table = "conduit_routed_workflow"
-        indexes = [models.Index(fields=["parent", "status"], name="rt_workflow_p")]
+        indexes = [
+            models.Index(fields=["parent", "status"], name="rt_workflow_p"),
+            models.Index(fields=["status", "id"], name="rt_workflow_status"),
+            models.Index(fields=["kind", "id"], name="rt_workflow_kind"),
+            models.Index(fields=["reason", "id"], name="rt_workflow_reason"),
+            models.Index(fields=["parent", "id"], name="rt_workflow_dep"),
+        ]
 
 
 class RoutedNodeRow(RoutedRow):
@@ -90,7 +102,11 @@ class RoutedRunRow(RoutedRow):
 class RoutedAttemptRow(RoutedRow):
     class Meta(RoutedRow.Meta):
         db_table = "conduit_routed_attempt"
-        indexes = [models.Index(fields=["parent", "status"], name="rt_attempt_p")]
+        # status alone: the dashboard's expired-lease tile reads the running attempts.
+        indexes = [
+            models.Index(fields=["parent", "status"], name="rt_attempt_p"),
+            models.Index(fields=["status"], name="rt_attempt_status"),
+        ]
 
 
 class RoutedRunLedgerRow(RoutedRow):

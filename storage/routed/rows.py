@@ -53,7 +53,12 @@ TABLES: tuple[str, ...] = (
 # same three; ``storage.tx.fields.COLUMN_RULES`` has the others): keys are typed IDs
 # (128, ``storage.routed.ids``), aliases (255, ``check_text``) or SHA-256 digests;
 # parents are IDs; statuses are enum names. ``RulesBase._row`` checks them all.
-COLUMN_LIMITS: dict[str, int] = {"key": 255, "parent": 255, "status": 32}
+COLUMN_LIMITS: dict[str, int] = {"key": 255, "parent": 255, "status": 32, "kind": 64, "reason": 64}
+
+# Tables with the two facet columns besides parent and status (the console's Workflows
+# list filters and tallies by them): ``kind`` (the workflow kind) and ``reason`` (its
+# terminal reason's name, "" while it has none). Other tables leave them "".
+FACET_TABLES: frozenset[str] = frozenset({"workflow"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,40 @@ class Row:
     generation: int = 1
     parent: str = ""
     status: str = ""
+    kind: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """What a page or a tally of a facet table selects: each field None (any) or the
+    values one of which the column must hold; ``keys`` exact keys, ``key_prefix`` a
+    prefix of the key ("" for any)."""
+
+    parents: Collection[str] | None = None
+    statuses: Collection[str] | None = None
+    kinds: Collection[str] | None = None
+    reasons: Collection[str] | None = None
+    keys: Collection[str] | None = None
+    key_prefix: str = ""
+
+    def matches(self, row: Row) -> bool:
+        return (
+            _within(self.parents, row.parent)
+            and _within(self.statuses, row.status)
+            and _within(self.kinds, row.kind)
+            and _within(self.reasons, row.reason)
+            and _within(self.keys, row.key)
+            and row.key.startswith(self.key_prefix)
+        )
+
+
+def _within(values: Collection[str] | None, value: str) -> bool:
+    return values is None or value in values
+
+
+# The columns a tally can group by.
+TALLY_COLUMNS: frozenset[str] = frozenset({"parent", "status", "kind", "reason"})
 
 
 class Rows(Protocol):
@@ -92,6 +131,21 @@ class Rows(Protocol):
         ...
 
     def count(self, table: str, parent: str, statuses: Collection[str]) -> int: ...
+
+    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
+        """Up to ``limit`` rows ``where`` selects, newest insertion first, starting
+        after the row whose key is ``before`` (None: from the newest); none when that
+        key does not exist."""
+        ...
+
+    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
+        """How many rows ``where`` selects, per value of ``column`` (one of
+        ``TALLY_COLUMNS``)."""
+        ...
+
+    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
+        """Up to ``limit`` rows whose key starts with ``prefix``, in key order."""
+        ...
 
 
 class TxRows:
@@ -163,3 +217,13 @@ class CachedRows:
 
     def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
         return self._inner.count(table, parent, statuses)
+
+    # Listing reads are not remembered: they serve read-only pages, never a write.
+    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
+        return self._inner.page(table, where, before, limit)
+
+    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
+        return self._inner.tally(table, column, where)
+
+    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
+        return self._inner.with_key_prefix(table, prefix, limit)

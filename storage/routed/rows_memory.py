@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from .rows import TABLES, Row, TxRows
+from ..errors import Invalid
+from .rows import FACET_TABLES, TABLES, TALLY_COLUMNS, Row, RowFilter, TxRows
 
 if TYPE_CHECKING:
     from ..memory import MemoryTx
@@ -62,3 +63,32 @@ class MemoryRows(TxRows):
 
     def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
         return len(self.scan(table, parent, statuses))
+
+    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
+        _facet_table(table)
+        # Dicts keep insertion order, and an update replaces a value in place.
+        rows = list(reversed(self._tables[table].values()))
+        if before is not None:
+            position = next((i for i, r in enumerate(rows) if r.key == before), None)
+            rows = [] if position is None else rows[position + 1 :]
+        return [r for r in rows if where.matches(r)][:limit]
+
+    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
+        _facet_table(table)
+        if column not in TALLY_COLUMNS:
+            raise Invalid(f"routed rows are not tallied by {column!r}")
+        counts: dict[str, int] = {}
+        for row in self._tables[table].values():
+            if where.matches(row):
+                value = getattr(row, column)
+                counts[value] = counts.get(value, 0) + 1
+        return counts
+
+    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
+        found = sorted(k for k in self._tables[table] if k.startswith(prefix))[:limit]
+        return [self._tables[table][k] for k in found]
+
+
+def _facet_table(table: str) -> None:
+    if table not in FACET_TABLES:
+        raise Invalid(f"routed table {table!r} has no facet columns")

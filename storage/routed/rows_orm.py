@@ -22,31 +22,46 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
+from ..errors import Invalid
+from ..meaning.ids import prefix_upper
+from ..orm.dialect import dialect
 from .models import MODELS
-from .rows import Row, TxRows
+from .rows import FACET_TABLES, TALLY_COLUMNS, Row, RowFilter, TxRows
 
 if TYPE_CHECKING:
     from ..orm.rows import OrmTx
 
-_COLUMNS = '"key", "body", "generation", "parent", "status"'
+_BASE = ("key", "body", "generation", "parent", "status")
+_FACETS = ("kind", "reason")
 
 
-def _statements(table: str) -> dict[str, str]:
+def _statements(name: str, table: str) -> dict[str, str]:
     # Built once at import from the models' own table names, never from input; every
-    # value is a bound parameter.
+    # value is a bound parameter. A facet table's rows also carry kind and reason.
     t = f'"{table}"'
+    names = _BASE + (_FACETS if name in FACET_TABLES else ())
+    columns = ", ".join(f'"{c}"' for c in names)
+    marks = ", ".join(["%s"] * len(names))
+    sets = ", ".join(f'"{c}" = %s' for c in names[1:])
+    read = ", ".join(f'"{c}"' for c in _BASE)
     return {
-        "get": f'SELECT {_COLUMNS} FROM {t} WHERE "key" = %s',  # noqa: S608
-        "insert": f"INSERT INTO {t} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s) "  # noqa: S608
+        "get": f'SELECT {read} FROM {t} WHERE "key" = %s',  # noqa: S608
+        "insert": f"INSERT INTO {t} ({columns}) VALUES ({marks}) "  # noqa: S608
         'ON CONFLICT ("key") DO NOTHING',
-        "update": f'UPDATE {t} SET "body" = %s, "generation" = %s, "parent" = %s, '  # noqa: S608
-        '"status" = %s WHERE "key" = %s AND "generation" = %s',
-        "scan": f"SELECT {_COLUMNS} FROM {t}",  # noqa: S608
+        "update": f'UPDATE {t} SET {sets} WHERE "key" = %s AND "generation" = %s',  # noqa: S608
+        "scan": f"SELECT {read} FROM {t}",  # noqa: S608
         "count": f"SELECT COUNT(*) FROM {t}",  # noqa: S608
+        "page": f"SELECT {columns} FROM {t}",  # noqa: S608
+        "id_of": f'SELECT "id" FROM {t} WHERE "key" = %s',  # noqa: S608
     }
 
 
-_SQL = {name: _statements(model._meta.db_table) for name, model in MODELS.items()}
+_SQL = {name: _statements(name, model._meta.db_table) for name, model in MODELS.items()}
+
+
+def _values(table: str, row: Row) -> list[Any]:
+    values: list[Any] = [row.key, row.body, row.generation, row.parent, row.status]
+    return [*values, row.kind, row.reason] if table in FACET_TABLES else values
 
 
 class OrmRows(TxRows):
@@ -66,13 +81,13 @@ class OrmRows(TxRows):
 
     def insert(self, table: str, row: Row) -> bool:
         self._write()
-        params = [row.key, row.body, row.generation, row.parent, row.status]
+        params = _values(table, row)
         with self._run(_SQL[table]["insert"], params) as cursor:
             return bool(cursor.rowcount == 1)
 
     def update(self, table: str, row: Row, expected: int) -> bool:
         self._write()
-        params = [row.body, row.generation, row.parent, row.status, row.key, expected]
+        params = [*_values(table, row)[1:], row.key, expected]
         with self._run(_SQL[table]["update"], params) as cursor:
             return bool(cursor.rowcount == 1)
 
@@ -99,3 +114,58 @@ class OrmRows(TxRows):
         where, params = self._where(parent, statuses)
         with self._run(_SQL[table]["count"] + where, params) as cursor:
             return int(cursor.fetchone()[0])
+
+    def _facet_where(self, table: str, where: RowFilter) -> tuple[list[str], list[Any]]:
+        if table not in FACET_TABLES:
+            raise Invalid(f"routed table {table!r} has no facet columns")
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, values in (
+            ("parent", where.parents),
+            ("status", where.statuses),
+            ("kind", where.kinds),
+            ("reason", where.reasons),
+            ("key", where.keys),
+        ):
+            if values is None:
+                continue
+            if not values:
+                return ["1 = 0"], []
+            clauses.append(f'"{column}" IN (' + ", ".join(["%s"] * len(values)) + ")")
+            params.extend(values)
+        if where.key_prefix:
+            # Not LIKE: SQLite's ignores ASCII case and both treat % and _ specially.
+            clauses.append('substr("key", 1, %s) = %s')
+            params += [len(where.key_prefix), where.key_prefix]
+        return clauses, params
+
+    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
+        clauses, params = self._facet_where(table, where)
+        if before is not None:
+            # The keyset position is a key; its row's id is the order. An unknown key
+            # selects nothing (NULL compares false).
+            clauses.append(f'"id" < ({_SQL[table]["id_of"]})')
+            params.append(before)
+        sql = _SQL[table]["page"]
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        with self._run(sql + ' ORDER BY "id" DESC LIMIT %s', [*params, limit]) as cursor:
+            return [Row(*values) for values in cursor.fetchall()]
+
+    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
+        if column not in TALLY_COLUMNS:
+            raise Invalid(f"routed rows are not tallied by {column!r}")
+        clauses, params = self._facet_where(table, where)
+        sql = f'SELECT "{column}", COUNT(*) FROM "{MODELS[table]._meta.db_table}"'  # noqa: S608
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        with self._run(sql + f' GROUP BY "{column}"', params) as cursor:
+            return {value: int(n) for value, n in cursor.fetchall()}
+
+    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
+        upper = prefix_upper(prefix)
+        where = dialect(self._connection).prefix_range('"key"', upper is not None)
+        params: list[Any] = [prefix, upper, limit] if upper is not None else [prefix, limit]
+        sql = f"{_SQL[table]['scan']} WHERE {where} LIMIT %s"
+        with self._run(sql, params) as cursor:
+            return [Row(*values) for values in cursor.fetchall()]

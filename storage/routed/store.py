@@ -62,7 +62,15 @@ from .records import (
     WorkflowRecord,
 )
 from .rows import CachedRows, Rows
-from .rules import Admission, ControlOutcome, RoutedRules, TransitionCommand
+from .rules import (
+    Admission,
+    ControlOutcome,
+    IdHit,
+    RoutedRules,
+    TransitionCommand,
+    WorkflowPage,
+    WorkflowQuery,
+)
 from .rules.deployments import Fault
 from .rules.specs import META, SchemaStamp
 
@@ -133,6 +141,12 @@ class RoutedStore:
         """Run ``callback`` with the rules on one read-only snapshot."""
         viewer: Any = self.store
         return viewer.view(lambda tx: callback(self._rules(tx)))  # type: ignore[no-any-return]
+
+    def rules_in(self, tx: Any) -> RoutedRules:
+        """The rules over a transaction or View of this store that the caller already
+        holds: the console reads a page's routed records in the same View as the
+        contract's poll stamp, so both describe one snapshot."""
+        return self._rules(tx)
 
     # -- DeploymentStore -----------------------------------------------------------------
     def create_deployment(self, dep: DeploymentRecord) -> Stored[DeploymentRecord]:
@@ -282,6 +296,20 @@ class RoutedStore:
 
     def list_workflows(self) -> list[Stored[WorkflowRecord]]:
         return self.view(lambda r: r.list_workflows())
+
+    def page_workflows(
+        self, query: WorkflowQuery, after: WorkflowID | None = None, limit: int = 50
+    ) -> WorkflowPage:
+        return self.view(lambda r: r.page_workflows(query, after, limit))
+
+    def workflow_facets(self, query: WorkflowQuery) -> dict[str, dict[str, int]]:
+        return self.view(lambda r: r.workflow_facets(query))
+
+    def count_workflows(self, query: WorkflowQuery) -> int:
+        return self.view(lambda r: r.count_workflows(query))
+
+    def find_ids(self, text: str, limit: int = 20) -> list[IdHit]:
+        return self.view(lambda r: r.find_ids(text, limit))
 
     def create_node(self, node: PipelineNode) -> Stored[PipelineNode]:
         return self.transact(lambda r: r.create_node(node))

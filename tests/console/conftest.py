@@ -22,6 +22,7 @@ DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 def fresh_store(settings, tmp_path) -> Iterator[None]:
     """A store opened over this test's (flushed) database and artifacts in tmp_path."""
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
+    settings.ROUTED_STATE_DIR = tmp_path / "routed"
     reset_defaults()
     yield
     reset_defaults()

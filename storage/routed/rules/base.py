@@ -42,6 +42,9 @@ class Spec[R]:
     key: Callable[[R], str]
     parent: Callable[[R], str] = lambda _r: ""
     status: Callable[[R], str] = lambda _r: ""
+    # The facet columns (``rows.FACET_TABLES`` only).
+    kind: Callable[[R], str] = lambda _r: ""
+    reason: Callable[[R], str] = lambda _r: ""
 
 
 def digest_key(*parts: str) -> str:
@@ -128,6 +131,8 @@ class RulesBase:
             generation=generation,
             parent=spec.parent(record),
             status=spec.status(record),
+            kind=spec.kind(record),
+            reason=spec.reason(record),
         )
         # The indexed columns, whatever built the record: PostgreSQL must never be
         # the one to refuse a value (as Unavailable, at commit).

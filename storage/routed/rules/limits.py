@@ -34,6 +34,7 @@ from ..records import LimitAmendment, Stored, WorkflowRecord
 from ..transitions import is_terminal
 from .base import check_text
 from .control import ControlRules, TransitionCommand
+from .listing import ListingRules
 from .progress import ProgressRules
 from .specs import AMENDMENT, RUN, TRANSITION, WORKFLOW, TransitionRecord, amendment_key
 
@@ -48,7 +49,7 @@ def _decimal(name: str, text: str) -> Decimal:
     return value
 
 
-class RoutedRules(ControlRules, ProgressRules):
+class RoutedRules(ControlRules, ProgressRules, ListingRules):
     def append_limit_amendment(
         self,
         workflow_id: WorkflowID,

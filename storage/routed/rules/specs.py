@@ -125,6 +125,8 @@ WORKFLOW = Spec(
     key=lambda r: r.workflow_id,
     parent=lambda r: r.deployment_id,
     status=lambda r: r.status.name,
+    kind=lambda r: r.workflow_kind,
+    reason=lambda r: r.terminal_reason.name if r.terminal_reason is not None else "",
 )
 NODE = Spec(
     "node",

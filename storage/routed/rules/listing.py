@@ -1,0 +1,165 @@
+"""Paged, filtered reads of workflows for the console (issue 18): a keyset page over
+the indexed facet columns, the facets' tallies, and "which workflow does this ID or
+prefix belong to" for any routed-run ID.
+
+``list_workflows`` returns every workflow; a list page must not: ``page_workflows``
+reads at most ``limit`` rows, newest first, after the key of the last row of the
+previous page, selected by deployment (``parent``), status, kind and terminal reason
+(``reason``) in the database. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..ids import (
+    AttemptID,
+    ChildBatchID,
+    DeploymentID,
+    HandoffID,
+    InvocationID,
+    NodeID,
+    RoutedID,
+    RunID,
+    ServiceID,
+    WorkflowID,
+)
+from ..records import Stored, WorkflowRecord
+from ..rows import RowFilter
+from .base import RulesBase, Spec
+from .specs import (
+    ATTEMPT,
+    CHILD_BATCH,
+    DEPLOYMENT,
+    HANDOFF,
+    INVOCATION,
+    NODE,
+    RUN,
+    SERVICE,
+    WORKFLOW,
+)
+
+# A page is at most this many workflows (the console's largest page size is 200).
+MAX_PAGE = 500
+# The facets a workflow list tallies, by their column.
+FACETS: dict[str, str] = {
+    "status": "status",
+    "kind": "kind",
+    "deployment": "parent",
+    "reason": "reason",
+}
+
+
+@dataclass(frozen=True)
+class WorkflowQuery:
+    """A workflow list's selection: each tuple empty for any, else the values one of
+    which the workflow must have; ``workflow_ids`` restricts to those IDs (a search's
+    hits), ``id_prefix`` to workflow IDs starting with it."""
+
+    statuses: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    deployment_ids: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    workflow_ids: tuple[str, ...] | None = None
+    id_prefix: str = ""
+
+    def where(self, *, without: str = "") -> RowFilter:
+        """The rows this selects, ``without`` one facet's own condition (a facet's
+        counts are those of its values under the other conditions)."""
+
+        def facet(name: str, values: tuple[str, ...]) -> tuple[str, ...] | None:
+            return None if name == without or not values else values
+
+        return RowFilter(
+            parents=facet("deployment", self.deployment_ids),
+            statuses=facet("status", self.statuses),
+            kinds=facet("kind", self.kinds),
+            reasons=facet("reason", self.reasons),
+            keys=self.workflow_ids,
+            key_prefix=self.id_prefix,
+        )
+
+
+@dataclass(frozen=True)
+class WorkflowPage:
+    rows: list[Stored[WorkflowRecord]]
+    # The key to pass as ``after`` for the next page; None on the last page.
+    next_after: WorkflowID | None
+
+
+@dataclass(frozen=True)
+class IdHit:
+    """A routed-run ID a search found: its kind ("workflow", "run", ...), the ID, and
+    the workflow it belongs to ("" for a deployment, which has many)."""
+
+    kind: str
+    id: str
+    workflow_id: str
+
+
+# Searchable IDs by prefix: the table, and how a row names its workflow.
+_SEARCHABLE: tuple[tuple[type[RoutedID], str, Spec[Any]], ...] = (
+    (WorkflowID, "workflow", WORKFLOW),
+    (RunID, "run", RUN),
+    (AttemptID, "attempt", ATTEMPT),
+    (NodeID, "node", NODE),
+    (InvocationID, "invocation", INVOCATION),
+    (ServiceID, "service", SERVICE),
+    (HandoffID, "handoff", HANDOFF),
+    (ChildBatchID, "child batch", CHILD_BATCH),
+    (DeploymentID, "deployment", DEPLOYMENT),
+)
+
+
+class ListingRules(RulesBase):
+    def page_workflows(
+        self, query: WorkflowQuery, after: WorkflowID | None = None, limit: int = 50
+    ) -> WorkflowPage:
+        """Up to ``limit`` workflows ``query`` selects, newest first, after ``after``
+        (the last key of the previous page). Reads limit + 1 rows to know whether
+        another page follows."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidArgument(f"a workflow page is 1..{MAX_PAGE} rows, not {limit}")
+        rows = self.rows.page(WORKFLOW.table, query.where(), after, limit + 1)
+        page = [self._decode(WORKFLOW, row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return WorkflowPage(page, page[-1].record.workflow_id if more and page else None)
+
+    def workflow_facets(self, query: WorkflowQuery) -> dict[str, dict[str, int]]:
+        """Per facet (``FACETS``), how many workflows have each value under the
+        query's other conditions. One grouped count per facet."""
+        return {
+            name: self.rows.tally(WORKFLOW.table, column, query.where(without=name))
+            for name, column in FACETS.items()
+        }
+
+    def count_workflows(self, query: WorkflowQuery) -> int:
+        return sum(self.rows.tally(WORKFLOW.table, "status", query.where()).values())
+
+    def find_ids(self, text: str, limit: int = 20) -> list[IdHit]:
+        """Routed-run IDs equal to or starting with ``text``, each with its workflow.
+        ``text`` without a known prefix is tried after every prefix (an alert may give
+        the ID's body only). Point and prefix index reads, at most ``limit`` per kind."""
+        if not text or len(text) > 255:
+            return []
+        kinds = [k for k in _SEARCHABLE if text.startswith(k[0].prefix)]
+        candidates = (
+            [(k, text) for k in kinds] if kinds else [(k, k[0].prefix + text) for k in _SEARCHABLE]
+        )
+        hits: list[IdHit] = []
+        for (_, kind, spec), prefix in candidates:
+            for row in self.rows.with_key_prefix(spec.table, prefix, limit):
+                hits.append(IdHit(kind, row.key, self._workflow_of(spec, row)))
+        return hits
+
+    def _workflow_of(self, spec: Spec[Any], row: Any) -> str:
+        if spec is WORKFLOW:
+            return str(row.key)
+        if spec is DEPLOYMENT:
+            return ""
+        if spec in (RUN, NODE, SERVICE, HANDOFF, CHILD_BATCH):
+            return str(row.parent)  # their parent column is the workflow
+        record = self._decode(spec, row).record
+        return str(record.workflow_id)

@@ -1,0 +1,132 @@
+"""The paged, filtered workflow read (issue 18) on every backend: keyset pages newest
+first, the facets' conditions applied in the store, tallies that leave out their own
+facet, ID search by exact ID or prefix, and the ORM's statements per read pinned."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
+
+from storage.routed.enums import FailureReason, WorkflowStatus
+from storage.routed.errors import InvalidArgument
+from storage.routed.ids import WorkflowID
+from storage.routed.rules import WorkflowQuery
+from storage.routed.rules.specs import WORKFLOW
+from storage.routed.store import RoutedStore
+
+from .support import admit, claimed
+
+
+def _set(routed: RoutedStore, wf_id: WorkflowID, **changes: object) -> None:
+    """Give a workflow a status (and reason) past the rules: test setup for facets."""
+    from .support import force
+
+    def write(rules):  # type: ignore[no-untyped-def]
+        current = rules.get_workflow(wf_id).record
+        force(rules, WORKFLOW, dataclasses.replace(current, **changes))
+
+    routed.transact(write)
+
+
+@pytest.fixture
+def five(routed: RoutedStore) -> list[WorkflowID]:
+    """Five workflows of two deployments, oldest first: two failed (one stalled, one
+    expired), one cancelled, two pending."""
+    ids = [admit(routed, key=f"k{i}").receipt.workflow_id for i in range(5)]
+    _set(routed, ids[0], status=WorkflowStatus.FAILED, terminal_reason=FailureReason.STALL_TIMEOUT)
+    _set(routed, ids[1], status=WorkflowStatus.FAILED, terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED)
+    _set(routed, ids[2], status=WorkflowStatus.CANCELLED)
+    return ids
+
+
+def _ids(page) -> list[str]:  # type: ignore[no-untyped-def]
+    return [s.record.workflow_id for s in page.rows]
+
+
+def test_it_pages_newest_first_without_gaps_or_repeats(routed, five):
+    first = routed.page_workflows(WorkflowQuery(), limit=2)
+    second = routed.page_workflows(WorkflowQuery(), first.next_after, limit=2)
+    last = routed.page_workflows(WorkflowQuery(), second.next_after, limit=2)
+    assert _ids(first) + _ids(second) + _ids(last) == list(reversed(five))
+    assert last.next_after is None
+
+
+def test_it_selects_by_status_reason_and_deployment_in_the_store(routed, five):
+    failed = routed.page_workflows(WorkflowQuery(statuses=("FAILED",)))
+    assert _ids(failed) == [five[1], five[0]]
+    stalled = routed.page_workflows(WorkflowQuery(reasons=("STALL_TIMEOUT",)))
+    assert _ids(stalled) == [five[0]]
+    dep = routed.get_workflow(five[3]).record.deployment_id
+    assert _ids(routed.page_workflows(WorkflowQuery(deployment_ids=(dep,)))) == [five[3]]
+    both = WorkflowQuery(statuses=("FAILED", "CANCELLED"), kinds=("standalone", "parent_child"))
+    assert _ids(routed.page_workflows(both)) == [five[2], five[1], five[0]]
+    assert routed.count_workflows(both) == 3
+
+
+def test_it_tallies_each_facet_under_the_other_conditions_only(routed, five):
+    facets = routed.workflow_facets(WorkflowQuery(statuses=("FAILED",)))
+    # The status facet ignores the status condition, so every status is offered...
+    assert facets["status"] == {"FAILED": 2, "CANCELLED": 1, "PENDING": 2}
+    # ...and the others count the failed workflows only.
+    assert facets["reason"] == {"STALL_TIMEOUT": 1, "ACTIVE_TIME_EXHAUSTED": 1}
+    assert sum(facets["deployment"].values()) == 2
+
+
+def test_it_restricts_to_search_hits_and_to_an_id_prefix(routed, five):
+    hits = WorkflowQuery(workflow_ids=(five[0], five[4]))
+    assert _ids(routed.page_workflows(hits)) == [five[4], five[0]]
+    assert _ids(routed.page_workflows(WorkflowQuery(id_prefix=five[2][:12]))) == [five[2]]
+    assert routed.page_workflows(WorkflowQuery(workflow_ids=())).rows == []
+
+
+def test_an_unknown_page_position_selects_nothing(routed, five):
+    page = routed.page_workflows(WorkflowQuery(), WorkflowID("wf-never"))
+    assert page.rows == [] and page.next_after is None
+
+
+@pytest.mark.parametrize("limit", [0, -1, 501])
+def test_it_refuses_a_page_size_out_of_range(routed, limit):
+    with pytest.raises(InvalidArgument):
+        routed.page_workflows(WorkflowQuery(), limit=limit)
+
+
+def test_it_finds_the_workflow_of_any_routed_id_or_prefix(routed):
+    admission = admit(routed)
+    attempt = claimed(routed, admission).record
+    wf = admission.receipt.workflow_id
+    for text in (wf, wf[:8], admission.receipt.run_id, attempt.attempt_id[:10]):
+        assert wf in {hit.workflow_id for hit in routed.find_ids(text)}, text
+    # The ID's body alone (an alert may drop the prefix) is tried after every prefix.
+    assert {h.kind for h in routed.find_ids(attempt.attempt_id[3:])} == {"attempt"}
+    dep = routed.find_ids(admission.receipt.resolved_deployment_id)
+    assert [(h.kind, h.workflow_id) for h in dep] == [("deployment", "")]
+    assert routed.find_ids("wf-nothing-like-it") == []
+
+
+def test_facet_columns_follow_every_write(routed):
+    wf = admit(routed).receipt.workflow_id
+    _set(routed, wf, status=WorkflowStatus.FAILED, terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED)
+    assert _ids(routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",)))) == [wf]
+    _set(routed, wf, terminal_reason=None)
+    assert routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",))).rows == []
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "view"])
+def test_each_read_is_one_statement_on_the_orm(clock):
+    from storage.orm import OrmStore
+
+    routed = RoutedStore(OrmStore(clock=clock))
+    five = [admit(routed, key=f"k{i}").receipt.workflow_id for i in range(5)]
+    with CaptureQueriesContext(connections["view"]) as page:
+        routed.page_workflows(WorkflowQuery(statuses=("FAILED",)), five[1], limit=2)
+    with CaptureQueriesContext(connections["view"]) as facets:
+        routed.workflow_facets(WorkflowQuery(kinds=("standalone",)))
+
+    def routed_selects(ctx: CaptureQueriesContext) -> int:
+        return sum("conduit_routed_workflow" in q["sql"] for q in ctx.captured_queries)
+
+    assert routed_selects(page) == 1
+    assert routed_selects(facets) == 4
