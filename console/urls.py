@@ -1,4 +1,4 @@
-from django.urls import path, register_converter
+from django.urls import include, path, register_converter
 
 from console import misc
 from console.converters import IdConverter
@@ -70,6 +70,7 @@ urlpatterns = [
         routed_control.workflow_controls,
         name="routed_controls",
     ),
+    path("routed/", include("console.routed.urls")),
     path("dashboard", dashboard.dashboard, name="dashboard"),
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),
     path("preferences/poll", misc.poll_interval, name="poll_interval"),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+
+from django.http import QueryDict
 
 from console.urlstate import DEFAULT_PAGE_SIZE, MAX_TEXT, FilterError, parse_size, querystring
 from storage.routed.enums import FailureReason, WorkflowStatus
@@ -23,12 +24,12 @@ REASONS = tuple(r.name for r in FailureReason)
 # At most this many values per facet in one URL: each is a bound parameter.
 MAX_VALUES = 20
 FACET_PARAMS = ("status", "kind", "deployment", "reason")
-
-
-class QueryParams(Protocol):
-    def getlist(self, key: str, default: list[str] | None = None) -> list[str]: ...
-
-    def get(self, key: str, default: str = "") -> str: ...
+# The dashboard's routed tiles, each a list of its own (``alert=<name>``).
+ALERTS = {
+    "near_ceiling": "near their active-time ceiling",
+    "lease_expired": "with an expired lease",
+    "paused_long": "paused for more than an hour",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class WorkflowFilter:
     deployment: tuple[str, ...] = ()
     reason: tuple[str, ...] = ()
     q: str = ""
+    alert: str = ""
     size: int = DEFAULT_PAGE_SIZE
 
     def query(self, workflow_ids: tuple[str, ...] | None = None) -> WorkflowQuery:
@@ -51,13 +53,17 @@ class WorkflowFilter:
 
     @property
     def narrowed(self) -> bool:
-        return bool(self.status or self.kind or self.deployment or self.reason or self.q)
+        return bool(
+            self.status or self.kind or self.deployment or self.reason or self.q or self.alert
+        )
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
         out = [(name, v) for name in FACET_PARAMS for v in getattr(self, name)]
         if self.q:
             out.append(("q", self.q))
+        if self.alert:
+            out.append(("alert", self.alert))
         if self.size != DEFAULT_PAGE_SIZE:
             out.append(("size", str(self.size)))
         return out
@@ -69,7 +75,13 @@ class WorkflowFilter:
         """This filter with ``value`` added to facet ``name``, or removed if present."""
         values: tuple[str, ...] = getattr(self, name)
         changed = tuple(v for v in values if v != value) if value in values else (*values, value)
-        return replace(self, **{name: changed})
+        if name == "status":
+            return replace(self, status=changed)
+        if name == "kind":
+            return replace(self, kind=changed)
+        if name == "deployment":
+            return replace(self, deployment=changed)
+        return replace(self, reason=changed)
 
     def chips(self) -> list[tuple[str, str, str]]:
         """(label, value, querystring without it) for each active filter."""
@@ -80,10 +92,12 @@ class WorkflowFilter:
         ]
         if self.q:
             chips.append(("search", self.q, replace(self, q="").querystring()))
+        if self.alert:
+            chips.append(("alert", ALERTS[self.alert], replace(self, alert="").querystring()))
         return chips
 
 
-def _values(data: QueryParams, name: str, errors: dict[str, str]) -> tuple[str, ...]:
+def _values(data: QueryDict, name: str, errors: dict[str, str]) -> tuple[str, ...]:
     values = tuple(dict.fromkeys(v.strip() for v in data.getlist(name) if v.strip()))
     if len(values) > MAX_VALUES:
         errors[name] = f"At most {MAX_VALUES} values."
@@ -92,7 +106,7 @@ def _values(data: QueryParams, name: str, errors: dict[str, str]) -> tuple[str, 
     return values
 
 
-def parse_workflow_filter(data: QueryParams) -> WorkflowFilter:
+def parse_workflow_filter(data: QueryDict) -> WorkflowFilter:
     """A WorkflowFilter from query parameters; FilterError naming each bad one."""
     errors: dict[str, str] = {}
     found = {name: _values(data, name, errors) for name in FACET_PARAMS}
@@ -105,10 +119,13 @@ def parse_workflow_filter(data: QueryParams) -> WorkflowFilter:
     q = data.get("q", "").strip()
     if len(q) > MAX_TEXT:
         errors["q"] = f"At most {MAX_TEXT} characters."
+    alert = data.get("alert", "")
+    if alert and alert not in ALERTS:
+        errors["alert"] = f"alert is one of {', '.join(ALERTS)}."
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
-    return WorkflowFilter(q=q, size=size, **found)
+    return WorkflowFilter(q=q, alert=alert, size=size, **found)
 
 
 def parse_workflow_cursor(data: Mapping[str, str]) -> WorkflowID | None:

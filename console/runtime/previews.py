@@ -28,9 +28,9 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from storage import ArtifactError, ArtifactRef, Execution
 from storage.artifacts import FileArtifactStore
@@ -133,15 +133,22 @@ def read_preview(
     store: FileArtifactStore, ref: ArtifactRef, x: Execution, name: str, *, newest: bool = False
 ) -> Preview:
     """One artifact's preview: at most one open and one read of its content."""
-    shape = shape_of(ref.media_type)
-    base = Preview(ref, x.id, x.attempt, name, shape, newest=newest)
+    base = Preview(ref, x.id, x.attempt, name, shape_of(ref.media_type), newest=newest)
+    return preview_content(base, lambda: store.open(ref))
+
+
+def preview_content(base: Preview, open_stream: Callable[[], BinaryIO]) -> Preview:
+    """``base`` (its ref: size, media type, SHA-256) previewed from the stream
+    ``open_stream`` gives, opened at most once: the Work page's artifacts and the
+    routed-run workflow page's (``console.routed``) alike."""
+    ref, shape = base.ref, base.shape
     if shape == "binary":
         return replace(base, problem=f"{ref.media_type}: download only")
     whole = ref.size <= INLINE_LIMIT
     if not whole and shape == "json":
         return replace(base, problem=f"larger than {INLINE_LIMIT // 1024} KiB: download it")
     try:
-        with store.open(ref) as stream:
+        with open_stream() as stream:
             if whole:
                 data = stream.read(INLINE_LIMIT + 1)
             else:

@@ -221,6 +221,11 @@ _SECTIONS = {
     "run_detail": "runs",
     "dashboard": "dashboard",
     "dashboard_scope": "dashboard",
+    # Routed runs (console/routed/).
+    "routed_workflows": "routed",
+    "routed_workflow": "routed",
+    "routed_deployments": "routed",
+    "routed_invocations": "routed",
 }
 
 

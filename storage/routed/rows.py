@@ -74,9 +74,9 @@ class Row:
 
 @dataclass(frozen=True)
 class RowFilter:
-    """What a page or a tally of a facet table selects: each field None (any) or the
-    values one of which the column must hold; ``keys`` exact keys, ``key_prefix`` a
-    prefix of the key ("" for any)."""
+    """What a page or a tally selects: each field None (any) or the values one of
+    which the column must hold; ``keys`` exact keys, ``key_prefix`` a prefix of the
+    key ("" for any). ``kinds`` and ``reasons`` only on ``FACET_TABLES``."""
 
     parents: Collection[str] | None = None
     statuses: Collection[str] | None = None

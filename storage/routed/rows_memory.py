@@ -65,7 +65,8 @@ class MemoryRows(TxRows):
         return len(self.scan(table, parent, statuses))
 
     def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
-        _facet_table(table)
+        if where.kinds is not None or where.reasons is not None:
+            _facet_table(table)
         # Dicts keep insertion order, and an update replaces a value in place.
         rows = list(reversed(self._tables[table].values()))
         if before is not None:
@@ -74,7 +75,8 @@ class MemoryRows(TxRows):
         return [r for r in rows if where.matches(r)][:limit]
 
     def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
-        _facet_table(table)
+        if column in ("kind", "reason") or where.kinds is not None or where.reasons is not None:
+            _facet_table(table)
         if column not in TALLY_COLUMNS:
             raise Invalid(f"routed rows are not tallied by {column!r}")
         counts: dict[str, int] = {}

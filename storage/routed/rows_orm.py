@@ -116,7 +116,7 @@ class OrmRows(TxRows):
             return int(cursor.fetchone()[0])
 
     def _facet_where(self, table: str, where: RowFilter) -> tuple[list[str], list[Any]]:
-        if table not in FACET_TABLES:
+        if table not in FACET_TABLES and (where.kinds is not None or where.reasons is not None):
             raise Invalid(f"routed table {table!r} has no facet columns")
         clauses: list[str] = []
         params: list[Any] = []
@@ -155,6 +155,8 @@ class OrmRows(TxRows):
     def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
         if column not in TALLY_COLUMNS:
             raise Invalid(f"routed rows are not tallied by {column!r}")
+        if column in ("kind", "reason") and table not in FACET_TABLES:
+            raise Invalid(f"routed table {table!r} has no facet columns")
         clauses, params = self._facet_where(table, where)
         sql = f'SELECT "{column}", COUNT(*) FROM "{MODELS[table]._meta.db_table}"'  # noqa: S608
         if clauses:

@@ -135,7 +135,11 @@ def invoke(
         idempotency_key=key or f"key-{next(_keys)}",
         caller_identity=caller,
     )
-    dep_id = ref if ref.startswith(DeploymentID.prefix) else store.resolve_alias(ref).record.target_deployment_id
+    dep_id = (
+        ref
+        if ref.startswith(DeploymentID.prefix)
+        else store.resolve_alias(ref).record.target_deployment_id
+    )
     generation = store.get_deployment(DeploymentID(dep_id)).generation
     return store.admit_invocation(request, generation)
 
@@ -149,7 +153,9 @@ def claim(admission: Admission, lease_ms: int = LEASE_MS) -> Stored[AttemptRecor
     return store.claim_attempt(created.record.attempt_id, created.generation, lease_ms)
 
 
-def running(ref: str | None = None, **invoke_args: object) -> tuple[Admission, Stored[AttemptRecord]]:
+def running(
+    ref: str | None = None, **invoke_args: object
+) -> tuple[Admission, Stored[AttemptRecord]]:
     """A workflow running its first attempt (of a fresh deployment unless ``ref``)."""
     admission = invoke(ref or deployment().deployment_id, **invoke_args)  # type: ignore[arg-type]
     return admission, claim(admission)
@@ -275,13 +281,19 @@ def child_batch(admission: Admission, results: int = 1) -> Stored[ChildBatch]:
     )
     children = (RunID.new(), RunID.new())
     batch = store.update_child_batch(
-        dataclasses.replace(batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children),
+        dataclasses.replace(
+            batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children
+        ),
         batch.generation,
     )
     for child in children[:results]:
         store.commit_child_result(
             ChildResult(
-                ChildResultID.new(), batch.record.child_batch_id, child, RunStatus.SUCCEEDED, '{"ok":1}'
+                ChildResultID.new(),
+                batch.record.child_batch_id,
+                child,
+                RunStatus.SUCCEEDED,
+                '{"ok":1}',
             )
         )
     return batch
@@ -292,7 +304,9 @@ def pipeline(stages: int = 2) -> tuple[Admission, Stored[AttemptRecord]]:
     dep = deployment("pkg.etl", stages=stages)
     admission, attempt = running(dep.deployment_id)
     store = routed()
-    nodes = sorted(store.list_nodes(admission.receipt.workflow_id), key=lambda n: n.record.stage_order)
+    nodes = sorted(
+        store.list_nodes(admission.receipt.workflow_id), key=lambda n: n.record.stage_order
+    )
     end_attempt(attempt, AttemptStatus.SUCCEEDED)
     store.commit_handoff(
         HandoffEnvelope(
@@ -305,3 +319,23 @@ def pipeline(stages: int = 2) -> tuple[Admission, Stored[AttemptRecord]]:
         )
     )
     return admission, attempt
+
+
+def paused(ref: str | None = None) -> Admission:
+    """A workflow paused at a boundary: pause asked while its attempt ran, then the
+    attempt stopped (the store pauses it in that transaction and freezes the envelope)."""
+    admission, attempt = running(ref)
+    control(admission.receipt.workflow_id, ControlCommand.PAUSE)
+    end_attempt(attempt, AttemptStatus.CANCELLED, reason=None, scope=None)
+    return admission
+
+
+def needs_replan(ref: str | None = None) -> Admission:
+    """A paused workflow the supervisor marked NEEDS_REPLAN (the map allows it from
+    PAUSED only)."""
+    admission = paused(ref)
+    wf = routed().get_workflow(admission.receipt.workflow_id)
+    routed().update_workflow(
+        dataclasses.replace(wf.record, status=WorkflowStatus.NEEDS_REPLAN), wf.generation
+    )
+    return admission

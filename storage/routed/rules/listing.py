@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..enums import AttemptStatus, WorkflowStatus
+from ..envelope import consumed_ms
 from ..errors import InvalidArgument
 from ..ids import (
     AttemptID,
@@ -26,20 +28,29 @@ from ..ids import (
     ServiceID,
     WorkflowID,
 )
-from ..records import Stored, WorkflowRecord
+from ..records import DurableIdempotencyRecord, InvocationReceipt, Stored, WorkflowRecord
 from ..rows import RowFilter
+from ..transitions import is_terminal
 from .base import RulesBase, Spec
 from .specs import (
     ATTEMPT,
     CHILD_BATCH,
     DEPLOYMENT,
+    ENVELOPE,
     HANDOFF,
+    IDEMPOTENCY,
     INVOCATION,
     NODE,
+    RESTART,
     RUN,
     SERVICE,
     WORKFLOW,
 )
+
+LIVE_WORKFLOW = tuple(s.name for s in WorkflowStatus if not is_terminal(s))
+# The alerts below look at no more than this many candidate rows (newest first); the
+# console says so when a tile reaches it.
+ALERT_SCAN = 2_000
 
 # A page is at most this many workflows (the console's largest page size is 200).
 MAX_PAGE = 500
@@ -137,6 +148,73 @@ class ListingRules(RulesBase):
 
     def count_workflows(self, query: WorkflowQuery) -> int:
         return sum(self.rows.tally(WORKFLOW.table, "status", query.where()).values())
+
+    def live_workflows_by_deployment(self) -> dict[str, int]:
+        """Nonterminal workflows per deployment (what ``max_concurrent_runs`` counts):
+        one grouped count."""
+        return self.rows.tally(WORKFLOW.table, "parent", RowFilter(statuses=LIVE_WORKFLOW))
+
+    def page_invocations(
+        self, after: str | None = None, limit: int = 50
+    ) -> tuple[list[InvocationReceipt], dict[str, DurableIdempotencyRecord], str | None]:
+        """Up to ``limit`` receipts, newest first, after the receipt ``after``, with
+        their idempotency records by invocation ID, and the next page's position.
+        Two statements."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidArgument(f"an invocation page is 1..{MAX_PAGE} rows, not {limit}")
+        rows = self.rows.page(INVOCATION.table, RowFilter(), after, limit + 1)
+        receipts = [self._decode(INVOCATION, row).record for row in rows[:limit]]
+        ids = [r.invocation_id for r in receipts]
+        records = self.rows.page(IDEMPOTENCY.table, RowFilter(parents=ids), None, len(ids) or 1)
+        by_invocation: dict[str, DurableIdempotencyRecord] = {}
+        for row in records if ids else []:
+            record = self._decode(IDEMPOTENCY, row).record
+            by_invocation[record.invocation_id] = record
+        more = len(rows) > limit
+        last = str(receipts[-1].invocation_id) if more and receipts else None
+        return receipts, by_invocation, last
+
+    # -- alerts (the dashboard's routed tiles) ----------------------------------------------
+    def _newest(self, spec: Spec[Any], statuses: tuple[str, ...]) -> list[Any]:
+        rows = self.rows.page(spec.table, RowFilter(statuses=statuses), None, ALERT_SCAN)
+        return [self._decode(spec, row).record for row in rows]
+
+    def near_ceiling(self, fraction: float) -> list[WorkflowID]:
+        """Running workflows whose active time consumed (now) is at least ``fraction``
+        of their envelope's ceiling. Two statements: the running workflows, their
+        envelopes."""
+        running = self._newest(WORKFLOW, (WorkflowStatus.RUNNING.name,))
+        ids = [wf.workflow_id for wf in running]
+        if not ids:
+            return []
+        envelopes = self.rows.page(ENVELOPE.table, RowFilter(keys=ids), None, len(ids))
+        hot: set[str] = set()
+        for row in envelopes:
+            env = self._decode(ENVELOPE, row).record
+            ceiling = env.envelope.current_max_active_duration_ms
+            if ceiling > 0 and consumed_ms(env.envelope, self.now_ms) >= fraction * ceiling:
+                hot.add(env.workflow_id)
+        return [i for i in ids if i in hot]
+
+    def expired_leases(self) -> list[WorkflowID]:
+        """Workflows with a running attempt whose lease has expired (``now >=
+        expires_at``, as everywhere): one statement over the attempts' status index."""
+        attempts = self._newest(ATTEMPT, (AttemptStatus.RUNNING.name,))
+        found = [
+            a.workflow_id
+            for a in attempts
+            if a.lease is not None and self.now >= a.lease.expires_at
+        ]
+        return list(dict.fromkeys(found))
+
+    def paused_before(self, before: int) -> list[WorkflowID]:
+        """Paused workflows last changed before ``before`` (ns): one statement."""
+        paused = self._newest(WORKFLOW, (WorkflowStatus.PAUSED.name,))
+        return [wf.workflow_id for wf in paused if wf.updated_at < before]
+
+    def restarted_from(self, workflow_id: WorkflowID) -> list[str]:
+        """The workflows restarted from ``workflow_id`` (their provenance names it)."""
+        return [row.key for row in self.rows.scan(RESTART.table, workflow_id)]
 
     def find_ids(self, text: str, limit: int = 20) -> list[IdHit]:
         """Routed-run IDs equal to or starting with ``text``, each with its workflow.

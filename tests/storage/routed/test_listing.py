@@ -37,7 +37,12 @@ def five(routed: RoutedStore) -> list[WorkflowID]:
     expired), one cancelled, two pending."""
     ids = [admit(routed, key=f"k{i}").receipt.workflow_id for i in range(5)]
     _set(routed, ids[0], status=WorkflowStatus.FAILED, terminal_reason=FailureReason.STALL_TIMEOUT)
-    _set(routed, ids[1], status=WorkflowStatus.FAILED, terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED)
+    _set(
+        routed,
+        ids[1],
+        status=WorkflowStatus.FAILED,
+        terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED,
+    )
     _set(routed, ids[2], status=WorkflowStatus.CANCELLED)
     return ids
 
@@ -84,7 +89,8 @@ def test_it_restricts_to_search_hits_and_to_an_id_prefix(routed, five):
 
 def test_an_unknown_page_position_selects_nothing(routed, five):
     page = routed.page_workflows(WorkflowQuery(), WorkflowID("wf-never"))
-    assert page.rows == [] and page.next_after is None
+    assert page.rows == []
+    assert page.next_after is None
 
 
 @pytest.mark.parametrize("limit", [0, -1, 501])
@@ -108,7 +114,12 @@ def test_it_finds_the_workflow_of_any_routed_id_or_prefix(routed):
 
 def test_facet_columns_follow_every_write(routed):
     wf = admit(routed).receipt.workflow_id
-    _set(routed, wf, status=WorkflowStatus.FAILED, terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED)
+    _set(
+        routed,
+        wf,
+        status=WorkflowStatus.FAILED,
+        terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED,
+    )
     assert _ids(routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",)))) == [wf]
     _set(routed, wf, terminal_reason=None)
     assert routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",))).rows == []
