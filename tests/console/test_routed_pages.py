@@ -14,6 +14,8 @@ from django.urls import reverse
 
 from console.routed.reads import read_dashboard_tiles
 from storage.routed.enums import ControlCommand, FailureReason, WorkflowStatus
+from storage.routed.ids import ID_MAX, InvocationID, WorkflowID
+from storage.routed.records import WorkflowRecord
 from tests.console import routedfactories as rf
 from tests.console.conftest import DB
 
@@ -217,3 +219,25 @@ def test_a_workflow_paused_for_over_an_hour_is_a_tile(as_bob):
     later = read_dashboard_tiles(now=now + 3601 * 10**9)
     assert later is not None
     assert later.paused_long == 1
+
+
+@pytest.mark.parametrize("body", ["..", ".", "a.b:c_d-e", ":", "x" * (ID_MAX - len("wf-"))])
+def test_every_workflow_id_the_rules_accept_opens_its_page(as_bob, body):
+    dep = rf.deployment()
+    wf = WorkflowRecord(
+        workflow_id=WorkflowID("wf-" + body),
+        workflow_kind="standalone",
+        invocation_id=InvocationID.new(),
+        deployment_id=dep.deployment_id,
+        policy_digest="sha256:policy",
+        max_active_duration_ms=60_000,
+        max_attempt_lease_ms=60_000,
+        max_llm_spend_decimal="1.00",
+    )
+    rf.routed().create_workflow(wf)
+    url = reverse("routed_workflow", args=[wf.workflow_id])
+    response = as_bob.get(url)
+    assert response.status_code == 200
+    assert wf.workflow_id in response.content.decode()
+    listed = as_bob.get(LIST, {"q": wf.workflow_id}).content.decode()
+    assert url in listed
