@@ -21,7 +21,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
 # the indexes its filtered keyset pages and the dashboard's tiles read. Additive.
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0008_triage_marks"),
+        ("storage", "0009_work_tally"),
     ]
 
     operations = [
