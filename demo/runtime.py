@@ -24,6 +24,7 @@ import zlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TypeVar
 
 from storage import (
@@ -61,6 +62,7 @@ from storage.ops.run_sessions import RunStore
 from . import catalog, steps, teammate
 from .catalog import FLOW_BY_OPENER, Flow
 from .graphruns import GraphRunner
+from .routed.supervisor import for_simulator
 from .workers import Worker, Workers
 
 log = logging.getLogger("demo.simulate")
@@ -100,6 +102,8 @@ class Simulator:
     steady: float = 0.4  # mean new objectives per tick afterwards
     stats: Counter[str] = field(default_factory=Counter)
     runs: RunStore | None = None  # graph runs' Sessions; by default over ``store``
+    routed_dir: Path | None = None  # routed runs' state root; None: no routed runs
+    routed: object = None  # a RoutedStore; by default over ``store``, on this clock
 
     def __post_init__(self) -> None:
         self.virtual: Nanos = FAKE_EPOCH
@@ -117,6 +121,7 @@ class Simulator:
         self.owner = f"sim-{self.seed}.{self.run}"
         self.workers = Workers(self, self.artifacts)
         self.graphs = GraphRunner(self._run_store(), self.seed, self.run, self.stats)
+        self.supervisor = None if self.routed_dir is None else for_simulator(self)
 
     # -- clock and transactions -------------------------------------------------
     def now(self) -> Nanos:
@@ -209,6 +214,8 @@ class Simulator:
         self._claim()
         self.workers.advance()
         self.graphs.tick(self.ticks)
+        if self.supervisor is not None:
+            self.supervisor.tick(self.now())
         done = Counter(self.stats)
         done.subtract(before)
         return +done

@@ -23,7 +23,10 @@ def test_two_simulators_and_an_operator_cancelling_leave_a_consistent_store(tmp_
     # The children inherit CONDUIT_TESTING and the test database's name (exported by
     # conduit.settings: CONDUIT_TEST_SQLITE_PATH, or CONDUIT_TEST_DATABASE with
     # DATABASE_URL on PostgreSQL), so they open this test's database, created by now.
-    env = os.environ | {"CONDUIT_ARTIFACT_DIR": str(tmp_path / "artifacts")}
+    env = os.environ | {
+        "CONDUIT_ARTIFACT_DIR": str(tmp_path / "artifacts"),
+        "CONDUIT_ROUTED_STATE_DIR": str(tmp_path / "routed"),
+    }
     simulators = [
         subprocess.Popen(
             [sys.executable, "manage.py", "simulate", "--once", "60", "--seed", str(seed)],

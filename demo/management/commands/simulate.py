@@ -1,6 +1,7 @@
 """``manage.py simulate``: a simulated runtime producing live activity for the console:
-Work, Events, attempts, Waits, timers and artifacts, and a few durable graph runs saved
-through run Sessions (``demo.graphruns``).
+Work, Events, attempts, Waits, timers and artifacts, a few durable graph runs saved
+through run Sessions (``demo.graphruns``), and routed runs driven by a simulated
+supervisor (``demo.routed``; ``--no-routed`` leaves them out).
 
 Runs ticks at ``--rate`` per second until ``--duration`` seconds have passed (0: until
 stopped), or ``--once N`` ticks as fast as possible. SIGINT and SIGTERM finish the
@@ -13,6 +14,7 @@ import logging
 import signal
 import threading
 import time
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -21,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from demo.runtime import Simulator
 from storage import StorageError
-from storage.default import default_artifacts, default_store
+from storage.default import default_artifacts, default_routed_store, default_store
 from storage.ops.backfill import run_backfills
 
 log = logging.getLogger("demo.simulate")
@@ -55,6 +57,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--quiet", action="store_true", help="no per-tick line (a summary at the end)"
         )
+        parser.add_argument(
+            "--no-routed",
+            action="store_true",
+            help="no routed runs (by default a simulated supervisor drives them)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         rate: float = options["rate"]
@@ -78,6 +85,10 @@ class Command(BaseCommand):
                 fake_clock=clock == "fake",
                 rate=rate,
                 burst=options["burst"],
+                routed_dir=None if options["no_routed"] else Path(settings.ROUTED_STATE_DIR),
+                # On the host's clock the process's one routed store serves; a fake
+                # clock needs its own, which stamps its writes on that clock.
+                routed=default_routed_store() if clock == "wall" else None,
             )
             self._loop(sim, stop, once, rate, options["duration"], options["quiet"])
         except StorageError as exc:

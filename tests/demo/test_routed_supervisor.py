@@ -1,0 +1,233 @@
+"""The simulated routed-run supervisor, observed through the routed-run store: each
+behaviour of issue 18's "Simulated supervisor" on a memory store and a test clock,
+one workflow at a time (``Supervisor.advance``) or a few ticks (``tick``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from demo.routed import catalog, worker
+from storage.memory import MemoryStore
+from storage.routed.enums import (
+    AttemptStatus,
+    AuthorityScope,
+    ControlCommand,
+    FailureReason,
+    WorkflowStatus,
+)
+from storage.routed.envelope import consumed_ms
+from storage.routed.errors import LeaseFenced, SizeCapExceeded, SymlinkRejected
+from storage.routed.ids import LimitAmendmentID
+from storage.routed.records import LimitAmendment
+from tests.demo.routed_support import admit, census, control, drive, request_for, supervisor
+
+
+def running_attempt(sup, workflow_id):
+    attempts = [
+        a.record
+        for run in sup.routed.list_runs(workflow_id)
+        for a in sup.routed.list_attempts(run.record.run_id)
+        if a.record.status is AttemptStatus.RUNNING
+    ]
+    assert len(attempts) == 1, attempts
+    return attempts[0]
+
+
+def test_the_same_seed_leaves_the_same_routed_records(tmp_path):
+    seen = []
+    for n in (1, 2):
+        sup, clock = supervisor(tmp_path / str(n), seed=4)
+        for _ in range(90):
+            sup.tick(clock.advance(500_000_000))
+        seen.append(census(sup.routed))
+    assert seen[0] == seen[1]
+    statuses = {w[2] for w in seen[0]}
+    assert len(seen[0]) >= catalog.BURST
+    assert {"RUNNING", "SUCCEEDED"} <= statuses, statuses
+
+
+def test_a_pause_waits_for_the_step_boundary_and_freezes_the_envelope(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("succeed"))
+    drive(sup, clock, wf_id, lambda done: done == "step")
+    held = running_attempt(sup, wf_id)
+
+    outcome = control(sup.routed, wf_id, ControlCommand.PAUSE)
+    assert outcome.result.applied
+    # Asked, not reached: the attempt is mid-step and still runs under its lease.
+    assert sup.routed.get_workflow(wf_id).record.status is WorkflowStatus.PAUSE_REQUESTED
+    assert running_attempt(sup, wf_id).attempt_id == held.attempt_id
+
+    assert sup.advance(wf_id, clock.advance()) == "paused"
+    assert sup.routed.get_workflow(wf_id).record.status is WorkflowStatus.PAUSED
+    assert sup.routed.get_attempt(held.attempt_id).record.status is AttemptStatus.NEEDS_REPLAN
+    frozen = sup.routed.get_time_envelope(wf_id).record
+    assert frozen.running_segment_start_ms is None
+    later = clock.advance(60_000_000_000) // 1_000_000
+    assert sup.advance(wf_id, clock.now) == "waiting"
+    assert consumed_ms(sup.routed.get_time_envelope(wf_id).record, later) == consumed_ms(
+        frozen, later
+    )
+
+    control(sup.routed, wf_id, ControlCommand.RESUME)
+    assert sup.advance(wf_id, clock.advance()) == "claimed"  # the same attempt, again
+    assert running_attempt(sup, wf_id).attempt_id == held.attempt_id
+    drive(sup, clock, wf_id, lambda done: done == "succeeded")
+
+
+def test_a_cancel_fences_the_workers_attempt(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("succeed", ref="ingest"))
+    drive(sup, clock, wf_id, lambda done: done == "step")
+    held = running_attempt(sup, wf_id)
+    assert held.lease is not None
+
+    control(sup.routed, wf_id, ControlCommand.CANCEL)
+    assert sup.routed.get_attempt(held.attempt_id).record.status is AttemptStatus.CANCELLED
+
+    assert sup.advance(wf_id, clock.advance()) == "ended"
+    assert sup.stats["routed_fenced"] == 1
+    with pytest.raises(LeaseFenced):
+        sup.routed.renew_lease(held.attempt_id, held.lease.lease_id, catalog.LEASE_MS)
+    # The pipeline's MCP service, left STOPPING by the cancel, is stopped.
+    assert {s.record.status.name for s in sup.routed.list_services(wf_id)} == {"STOPPED"}
+
+
+def test_a_restart_through_the_alias_records_its_provenance_and_runs(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("fail"))
+    drive(sup, clock, wf_id, lambda done: done == "failed")
+    assert sup.routed.get_workflow(wf_id).record.terminal_reason is FailureReason.AGENT_EXCEPTION
+
+    outcome = control(sup.routed, wf_id, ControlCommand.RESTART, target_deployment_ref="summarise")
+    new_id = outcome.result.new_workflow_id
+    provenance = sup.routed.get_restart_provenance(new_id)
+    assert provenance.source_workflow_id == wf_id
+    # Through the alias: its current target (1.1.0), not the source's exact 1.0.0 ...
+    assert sup.routed.get_workflow(new_id).record.deployment_id == catalog.PACKAGES[1].deployment_id
+    # ... and it runs clean.
+    drive(sup, clock, new_id, lambda done: done == "succeeded")
+
+
+def test_a_run_waiting_for_an_operator_continues_from_its_checkpoint(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("operator"))
+    drive(sup, clock, wf_id, lambda done: done == "attempt failed")
+    assert sup.advance(wf_id, clock.advance()) == "waiting"
+
+    outcome = control(sup.routed, wf_id, ControlCommand.CONTINUE)
+    assert outcome.result.resume_checkpoint_id is not None
+    assert sup.advance(wf_id, clock.advance()) == "claimed"
+    assert running_attempt(sup, wf_id).attempt_number == 2
+    drive(sup, clock, wf_id, lambda done: done == "succeeded")
+
+
+def test_tight_ceilings_run_out_unless_an_operator_amends_them(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    over = admit(sup, request_for("succeed", spend=catalog.TIGHT_SPEND))
+    amended = admit(
+        sup,
+        dataclasses.replace(
+            request_for("succeed", spend=catalog.TIGHT_SPEND), idempotency_key="amended"
+        ),
+    )
+    expires = admit(sup, request_for("succeed", ref="ingest", active_ms=catalog.EXPIRE_MS))
+    wf = sup.routed.get_workflow(amended).record
+    sup.routed.append_limit_amendment(
+        amended,
+        wf.authority_generation,
+        LimitAmendment(
+            amendment_id=LimitAmendmentID.new(),
+            workflow_id=amended,
+            expected_authority_generation=wf.authority_generation,
+            reason="approved",
+            actor_identity="operator:alice",
+            idempotency_key="raise",
+            new_max_llm_spend_decimal="9.00",
+        ),
+        AuthorityScope.AMEND_LIMITS,
+    )
+
+    drive(sup, clock, over, lambda done: done == "budget_exceeded")
+    drive(sup, clock, amended, lambda done: done == "succeeded")
+    drive(sup, clock, expires, lambda done: done == "expired")
+    assert sup.routed.get_workflow(over).record.status is WorkflowStatus.BUDGET_EXCEEDED
+    assert sup.routed.get_workflow(expires).record.terminal_reason is (
+        FailureReason.ACTIVE_TIME_EXHAUSTED
+    )
+
+
+def test_the_workspace_refuses_a_workers_symlink_and_oversized_file(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("succeed"))
+    drive(sup, clock, wf_id, lambda done: done == "step")
+    attempt = running_attempt(sup, wf_id)
+    before = sup.routed.list_artifacts(attempt.run_id)
+
+    refused = worker.try_unsafe_artifacts(
+        sup.routed, sup.state_root, attempt.run_id, attempt.attempt_id
+    )
+
+    assert [(rel, type(exc)) for rel, exc in refused] == [
+        ("out/passwd.txt", SymlinkRejected),
+        ("out/dump.bin", SizeCapExceeded),
+    ]
+    assert sup.routed.list_artifacts(attempt.run_id) == before
+    assert sorted(
+        p.name for p in (worker.workspace_root(sup.state_root, attempt.run_id) / "out").iterdir()
+    ) == ["step-01.json"]
+
+
+def test_a_replayed_request_gets_its_receipt_and_a_reused_key_is_refused(tmp_path):
+    sup, clock = supervisor(tmp_path, seed=5)  # a seed that does both within a few ticks
+    for _ in range(6):
+        sup.tick(clock.advance(500_000_000))
+    assert sup.stats["routed_replayed"] >= 1
+    assert sup.stats["routed_err_idempotencyconflict"] >= 1
+    # Replays and conflicts created nothing: one receipt per admission.
+    assert (
+        len(sup.routed.list_invocations())
+        == sup.stats["routed_admitted"] + sup.stats["routed_teammate_restart"]
+    )
+    first = sup.admissions.sent[0]
+    replay = sup.routed.admit_invocation(first, 0)
+    assert replay.outcome.name == "IDEMPOTENT_REPLAY"
+    assert replay.receipt == sup.routed.get_invocation_by_idempotency(
+        first.caller_identity, first.idempotency_key
+    )
+
+
+def test_live_workflows_stay_bounded_under_heavy_admission(tmp_path, monkeypatch):
+    # Callers arrive twenty times as often as in `make run`: the bound holds.
+    monkeypatch.setattr(catalog, "ADMIT_MEAN", 2.0)
+    sup, clock = supervisor(tmp_path, seed=5)
+    peak = 0
+    for _ in range(80):
+        sup.tick(clock.advance(500_000_000))
+        live = [w for w in sup.routed.list_workflows() if w.record.status.name not in _TERMINAL]
+        peak = max(peak, len(live))
+    assert peak == catalog.MAX_LIVE
+    assert sup.stats["routed_succeeded"] >= 1  # workflows finish and make room
+
+
+_TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "BUDGET_EXCEEDED"}
+
+
+def test_a_restarted_supervisor_reconciles_and_recovers_interrupted_attempts(tmp_path):
+    store = MemoryStore()
+    sup, clock = supervisor(tmp_path, store=store)
+    wf_id = admit(sup, request_for("succeed"))
+    drive(sup, clock, wf_id, lambda done: done == "step")
+    interrupted = running_attempt(sup, wf_id)
+
+    again, clock2 = supervisor(tmp_path, store=store, run=2)  # a new process, same store
+
+    record = again.routed.get_attempt(interrupted.attempt_id).record
+    assert record.status is AttemptStatus.FAILED
+    assert record.failure_reason is FailureReason.DAEMON_RESTARTED
+    assert any("reconciled: 1" in e.entry for e in again.routed.list_ledger(interrupted.run_id))
+    clock2.now = clock.now
+    assert again.advance(wf_id, clock2.advance()) == "claimed"
+    assert running_attempt(again, wf_id).attempt_number == 2
