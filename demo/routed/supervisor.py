@@ -102,6 +102,29 @@ def for_simulator(sim: Simulator) -> Supervisor:
     return Supervisor(routed, root, seed=sim.seed, run=sim.run, stats=sim.stats, clock=sim.now)
 
 
+def standalone(seed: int = 1, run: int = 1) -> Supervisor:
+    """A supervisor of this process's routed store and ``ROUTED_STATE_DIR`` on the
+    host's clock, started: for tests and journeys that move one workflow at a time
+    (``advance``) without a simulator around it. Its workers hold the leases of the
+    attempts it claims, so a pause it is asked for reaches its boundary at the next
+    ``advance``."""
+    from django.conf import settings
+
+    from storage.clock import wall_clock
+    from storage.default import default_routed_store
+
+    sup = Supervisor(
+        default_routed_store(),
+        Path(settings.ROUTED_STATE_DIR),
+        seed=seed,
+        run=run,
+        stats=Counter(),
+        clock=wall_clock,
+    )
+    sup.start()
+    return sup
+
+
 class Supervisor:
     def __init__(
         self,

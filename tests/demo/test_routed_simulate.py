@@ -9,8 +9,11 @@ from django.conf import settings
 from django.core.management import call_command
 
 from demo.routed import catalog
+from demo.routed.supervisor import standalone
 from storage.default import default_routed_store
+from storage.routed.enums import ControlCommand, WorkflowStatus
 from storage.routed.verify import verify_run
+from tests.demo.routed_support import admit, control, request_for
 
 db = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -48,3 +51,17 @@ def test_simulate_without_routed_runs_leaves_them_out():
         "simulate", once=2, seed=5, burst=2, quiet=True, no_routed=True, stdout=io.StringIO()
     )
     assert default_routed_store().list_workflows() == []
+
+
+@db
+def test_a_standalone_supervisor_moves_one_workflow_to_a_pause_on_the_database():
+    # What a browser journey does: admit, advance to a step, pause, advance to Paused.
+    sup = standalone()
+    wf_id = admit(sup, request_for("succeed", ref="ingest"))
+    assert sup.advance(wf_id) == "claimed"
+    assert sup.advance(wf_id) == "step"
+    control(sup.routed, wf_id, ControlCommand.PAUSE)
+    assert sup.advance(wf_id) == "paused"
+    assert default_routed_store().get_workflow(wf_id).record.status is WorkflowStatus.PAUSED
+    control(sup.routed, wf_id, ControlCommand.CANCEL)
+    assert sup.advance(wf_id) == "ended"

@@ -180,9 +180,7 @@ def test_the_workspace_refuses_a_workers_symlink_and_oversized_file(tmp_path):
     ) == ["step-01.json"]
 
 
-def test_a_replayed_request_gets_its_receipt_and_a_reused_key_is_refused(
-    tmp_path, monkeypatch
-):
+def test_a_replayed_request_gets_its_receipt_and_a_reused_key_is_refused(tmp_path, monkeypatch):
     # A caller a tick, and a seed whose first ticks resend a request and reuse a key.
     monkeypatch.setattr(catalog, "ADMIT_MEAN", 1.0)
     sup, clock = supervisor(tmp_path, seed=6)
