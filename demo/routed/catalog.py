@@ -102,7 +102,7 @@ FATES: tuple[tuple[str, float], ...] = (
     ("succeed", 4.0),
     ("retry", 1.2),  # an attempt fails once, the supervisor retries it
     ("fail", 1.0),  # fails for good: a candidate for restart
-    ("operator", 0.8),  # an attempt fails and the run waits for an operator's continue
+    ("operator", 0.8),  # the plan no longer fits: NEEDS_REPLAN until an operator continues
     ("stall", 0.8),  # the worker stops renewing; its lease expires and is recovered
     ("expire", 0.7),  # a tight active-time ceiling: the workflow expires
     ("budget", 0.7),  # a tight spend ceiling: the workflow exceeds its budget

@@ -8,7 +8,9 @@ import dataclasses
 
 from storage.routed.enums import (
     AttemptStatus,
+    AuthorityScope,
     ChildBatchStatus,
+    ControlCommand,
     DataClassification,
     FailureReason,
     FailureScope,
@@ -19,15 +21,24 @@ from storage.routed.enums import (
     ServiceStatus,
     WorkflowStatus,
 )
-from storage.routed.envelope import close_active_segment
+from storage.routed.envelope import close_active_segment, unfreeze_active_segment
 from storage.routed.errors import InvalidArgument
-from storage.routed.ids import AttemptID, ChildBatchID, ChildResultID, HandoffID, LeaseID, RunID
+from storage.routed.ids import (
+    AttemptID,
+    ChildBatchID,
+    ChildResultID,
+    ControlRequestID,
+    HandoffID,
+    LeaseID,
+    RunID,
+)
 from storage.routed.records import (
     ArtifactRef,
     AttemptRecord,
     ChildBatch,
     ChildResult,
     ChildSpawnRequest,
+    ControlRequest,
     HandoffEnvelope,
     JoinPolicy,
     RunRecord,
@@ -64,6 +75,15 @@ def claim(rules: RoutedRules, attempt_id: AttemptID) -> Stored[AttemptRecord]:
     stored = rules.get_attempt(attempt_id)
     run = rules.get_run(stored.record.run_id).record
     claimed = rules.claim_attempt(attempt_id, stored.generation, lease_ms(run))
+    if run.node_id is not None:
+        # A stage continued after NEEDS_REPLAN: the store's continue moves the run and
+        # the workflow; its node runs again with the new attempt.
+        set_node(rules, run.node_id, NodeStatus.RUNNING, "continued")
+    env = rules.get_time_envelope(run.workflow_id)
+    if env.record.frozen_consumed_ms:
+        rules.put_time_envelope(
+            run.workflow_id, unfreeze_active_segment(env.record, rules.now_ms), env.generation
+        )
     for svc in rules.list_services(run.workflow_id):
         if svc.record.status is ServiceStatus.DECLARED:
             for status in (ServiceStatus.STARTING, ServiceStatus.READY):
@@ -246,6 +266,57 @@ def fail_workflow(
     fail_attempt(rules, attempt_id, lease_id, reason, scope, RecoveryDisposition.TERMINAL)
     workflow_id = rules.get_attempt(attempt_id).record.workflow_id
     end_workflow(rules, workflow_id, WorkflowStatus.FAILED, reason)
+
+
+SUPERVISOR = "supervisor:sim"
+
+
+def needs_replan(
+    rules: RoutedRules,
+    attempt_id: AttemptID,
+    lease_id: LeaseID,
+    request_id: ControlRequestID,
+    reason: FailureReason,
+) -> None:
+    """The worker finds its plan no longer fits (its input outgrew the model's
+    context): the workflow must stop for an operator. The maps reach NEEDS_REPLAN only
+    from PAUSED, so, in one transaction, the supervisor asks a pause of its own (in
+    the control history as ``supervisor:sim``), the attempt fails resumable (its stop
+    is the boundary: the store pauses and freezes the envelope), and the workflow, its
+    runs and nodes move from PAUSED to NEEDS_REPLAN. An operator's continue resumes it
+    from the checkpoint with a new attempt."""
+    attempt = rules.get_attempt(attempt_id).record
+    wf = rules.get_workflow(attempt.workflow_id)
+    rules.request_control(
+        ControlRequest(
+            control_request_id=request_id,
+            workflow_id=attempt.workflow_id,
+            command=ControlCommand.PAUSE,
+            expected_generation=wf.generation,
+            actor_identity=SUPERVISOR,
+            authority_scope=AuthorityScope.CONTROL,
+            idempotency_key=f"{SUPERVISOR}/replan/{attempt_id}",
+        )
+    )
+    fail_attempt(
+        rules,
+        attempt_id,
+        lease_id,
+        reason,
+        FailureScope.MODEL_CALL,
+        RecoveryDisposition.NEEDS_REPLAN,
+    )
+    for run in rules.list_runs(attempt.workflow_id):
+        if run.record.status is RunStatus.PAUSED:
+            set_run(rules, run.record.run_id, RunStatus.NEEDS_REPLAN)
+    for node in rules.list_nodes(attempt.workflow_id):
+        if node.record.status is NodeStatus.PAUSED:
+            set_node(rules, node.record.node_id, NodeStatus.NEEDS_REPLAN, "plan no longer fits")
+    wf = rules.get_workflow(attempt.workflow_id)
+    if wf.record.status is WorkflowStatus.PAUSED:
+        rules.update_workflow(
+            dataclasses.replace(wf.record, status=WorkflowStatus.NEEDS_REPLAN), wf.generation
+        )
 
 
 # -- child batches ---------------------------------------------------------------------

@@ -56,6 +56,7 @@ from storage.routed.ids import (
     AttemptID,
     ChildBatchID,
     ChildResultID,
+    ControlRequestID,
     HandoffID,
     LeaseID,
     RunID,
@@ -475,6 +476,12 @@ class Supervisor:
             self.clock(),
         )
         self.held.pop(attempt_id, None)
+        if fate == "operator":
+            request_id = ControlRequestID(f"ctrl-{self._hex()}")
+            self.routed.transact(
+                lambda r: moves.needs_replan(r, attempt_id, lease, request_id, reason)
+            )
+            return "needs replan"
         if fate == "fail":
             self.routed.transact(lambda r: moves.fail_workflow(r, attempt_id, lease, reason, scope))
             return "failed"

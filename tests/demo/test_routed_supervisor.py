@@ -111,16 +111,21 @@ def test_a_restart_through_the_alias_records_its_provenance_and_runs(tmp_path):
     drive(sup, clock, new_id, lambda done: done == "succeeded")
 
 
-def test_a_run_waiting_for_an_operator_continues_from_its_checkpoint(tmp_path):
+def test_a_plan_that_no_longer_fits_waits_in_needs_replan_for_a_continue(tmp_path):
     sup, clock = supervisor(tmp_path)
     wf_id = admit(sup, request_for("operator"))
-    drive(sup, clock, wf_id, lambda done: done == "attempt failed")
+    drive(sup, clock, wf_id, lambda done: done == "needs replan")
+    assert sup.routed.get_workflow(wf_id).record.status is WorkflowStatus.NEEDS_REPLAN
+    # Reached through a pause of the supervisor's own, so the envelope is frozen.
+    assert [c.actor_identity for c in sup.routed.list_control_requests(wf_id)] == ["supervisor:sim"]
+    assert sup.routed.get_time_envelope(wf_id).record.running_segment_start_ms is None
     assert sup.advance(wf_id, clock.advance()) == "waiting"
 
     outcome = control(sup.routed, wf_id, ControlCommand.CONTINUE)
     assert outcome.result.resume_checkpoint_id is not None
     assert sup.advance(wf_id, clock.advance()) == "claimed"
     assert running_attempt(sup, wf_id).attempt_number == 2
+    assert {n.record.status.name for n in sup.routed.list_nodes(wf_id)} == {"RUNNING"}
     drive(sup, clock, wf_id, lambda done: done == "succeeded")
 
 
