@@ -21,6 +21,7 @@ PLAIN: dict[str, Callable[..., Any]] = {
 }
 DJANGO: dict[str, Callable[..., Any]] = {
     "history.unrouted": history.add_unrouted,
+    "history.rebuild_tally": history.rebuild_tally,
     "throughput.prepare": throughput.prepare,
     "throughput.orm": throughput.orm,
     "selection.measure": selection.measure,

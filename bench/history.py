@@ -81,6 +81,20 @@ def add_unrouted(count: int) -> int:
     return int(default_store().transact(Guard(), accept))
 
 
+def rebuild_tally() -> int:
+    """(child) Count the Work tally again from the Work rows (``storage.orm.tally``):
+    the clones went into the Work table in plain SQL, past the rules that keep it."""
+    from django.db import connection, transaction
+
+    from storage.orm import tally
+    from storage.orm.dialect import dialect
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        tally.rebuild(cursor, dialect(connection).true)
+        cursor.execute("SELECT count(*) FROM conduit_work_tally")
+        return int(cursor.fetchone()[0])
+
+
 def checkpoint(data: DataDir) -> None:
     """Fold the WAL into the database file, so the folder can be copied as one file."""
     con = sqlite3.connect(data.db)
@@ -103,6 +117,7 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str) -> DataDir:
             _clone(con, works - have, name)
     finally:
         con.close()
+    child(data, "history.rebuild_tally")
     checkpoint(data)
     settle()
     return data
@@ -212,9 +227,9 @@ CLONE_SQL = (
     """INSERT INTO conduit_key (source, external_id, work_id, ordinal)
     SELECT k.source, k.external_id || :sfx, k.work_id || :sfx, k.ordinal
     FROM temp.src_key k WHERE k.rank <= :take""",
-    f"""INSERT INTO conduit_execution (id, work_id, attempt, state, executor,
+    f"""INSERT INTO conduit_execution (id, work_id, scope_id, attempt, state, executor,
         lease_expires_ns, data)
-    SELECT x.id || :sfx, x.work_id || :sfx, x.attempt, x.state, x.executor,
+    SELECT x.id || :sfx, x.work_id || :sfx, x.scope_id, x.attempt, x.state, x.executor,
         x.lease_expires_ns,
         json_set(x.data, '$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,
             '$.created_at', {_ago(_j("x", "created_at"))},

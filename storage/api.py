@@ -161,6 +161,22 @@ class Tx(Protocol):
         """Attempts first claimed in [since, before), newest first."""
         ...
 
+    def running_executions(
+        self, scope_ids: Sequence[str] | None = None, limit: int = 0
+    ) -> list[Execution]:
+        """Running attempts of Work in any of ``scope_ids``, the longest running first."""
+        ...
+
+    def expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None = None
+    ) -> list[Execution]:
+        """Running attempts whose lease expired by ``at``, the oldest expiry first."""
+        ...
+
+    def overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> list[Timer]:
+        """Timers due by ``at`` of Work in any of ``scope_ids``, the earliest first."""
+        ...
+
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """Ready Work with an attempt, none live and no Timer, among ``query``'s."""
         ...

@@ -226,15 +226,27 @@ class MemoryTx(BaseTx):
         return series.event_series(buckets, scope_ids, self._events_all())
 
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
-        scope_of = {w.id: w.scope_id for w in self._list("work")}
-        return series.attempt_series(buckets, scope_ids, self._list("execution"), scope_of)
+        return series.attempt_series(buckets, scope_ids, self._list("execution"), self._scope_of())
 
     def _started_executions(
         self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int
     ) -> list[Execution]:
-        scope_of = {w.id: w.scope_id for w in self._list("work")}
         attempts = self._list("execution")
-        return series.select_started(since, before, scope_ids, limit, attempts, scope_of)
+        return series.select_started(since, before, scope_ids, limit, attempts, self._scope_of())
+
+    def _scope_of(self) -> dict[str, str]:
+        return {w.id: w.scope_id for w in self._list("work")}
+
+    def _running_executions(self, scope_ids: Sequence[str] | None, limit: int) -> list[Execution]:
+        live = self._list("execution", live=True)
+        return series.select_running(scope_ids, limit, live, self._scope_of())
+
+    def _expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Execution]:
+        live = self._list("execution", live=True)
+        return series.select_expired(at, scope_ids, live, self._scope_of())
+
+    def _overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Timer]:
+        return series.select_overdue(at, scope_ids, self._list("timer"), self._scope_of())
 
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         return triage.select_error_groups(query, self._list("work"))

@@ -241,6 +241,10 @@ class EventRow(_Row):
 class ExecutionRow(_Row):
     id = BinaryCharField(primary_key=True, max_length=255)
     work_id = models.CharField(max_length=255)
+    # The attempt's Work's Scope (fixed at the Work's creation, so written once, at
+    # the attempt's INSERT): the dashboards select a Scope's attempts by it rather
+    # than looking each attempt's Work up. Not in the record's JSON.
+    scope_id = models.CharField(max_length=255, db_default="")
     attempt = models.IntegerField()
     state = models.CharField(max_length=16)
     executor = models.CharField(max_length=255)
@@ -254,8 +258,15 @@ class ExecutionRow(_Row):
         ]
         indexes = [
             models.Index(fields=["id"], name="execution_live", condition=_live("execution")),
-            # Attempts started per time bucket.
+            # Attempts started per time bucket, store-wide and per Scope.
             models.Index(JsonNanos("started_at"), name="execution_started"),
+            models.Index(F("scope_id"), JsonNanos("started_at"), name="execution_scope_started"),
+            # A Scope's live attempts (the dashboards' running and expired lists).
+            models.Index(
+                fields=["scope_id", "state"],
+                name="execution_scope_live",
+                condition=_live("execution"),
+            ),
         ]
 
 

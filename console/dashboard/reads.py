@@ -22,7 +22,6 @@ from storage import (
     TERMINAL_WORK_STATES,
     Buckets,
     Execution,
-    ExecutionState,
     NotFound,
     Scope,
     Timer,
@@ -120,12 +119,13 @@ def auto_window(tx: Tx, now: int) -> Window:
 def read_dashboard(
     scope_id: str | None, window: Window | None, seen: str = "", now: int | None = None
 ) -> Dashboard | None:
-    """Queries: the stamp (2), the Scopes (1), live facets (1), the three series (1
-    each), exhausted Work (2), oldest waiting (1), the first failure (1), live
-    attempts (1), due Timers (1), the listed Work's last tries (3), for a Scope its
-    live Work (1, to select its attempts and Timers), and without a ``window`` the
-    first Event (1, ``auto_window``). ``now`` fixes the View's time (tests; default:
-    the clock)."""
+    """Queries: the stamp (2), the Scopes (1), live facets (1, from the tally), the
+    three series (1 each), exhausted Work (2), oldest waiting (1), the first failure
+    (1), the longest running and the expired attempts (1 each), overdue Timers (1),
+    the listed Work's last tries (3), and without a ``window`` the first Event (1,
+    ``auto_window``). Every selection is by indexed columns (an attempt's Scope is a
+    column of its row): no record is decoded but those shown. ``now`` fixes the
+    View's time (tests; default: the clock)."""
 
     def build(tx: Tx, stamp: str) -> Dashboard:
         now = tx.now
@@ -145,12 +145,6 @@ def read_dashboard(
         waiting = frozenset({WorkState.READY, WorkState.WAITING})
         failed = frozenset({WorkState.FAILED})
         first_failure = replace(oldest, states=failed, updated_since=buckets.start, limit=1)
-        attempts, due = tx.live_executions(), tx.due_timers(now)
-        if tree is not None:
-            mine = {w.id for w in tx.query_works(WorkQuery(states=LIVE_WORK_STATES, scope_ids=ids))}
-            attempts = [x for x in attempts if x.work_id in mine]
-            due = [t for t in due if t.work_id in mine]
-        running = [x for x in attempts if x.state is ExecutionState.RUNNING]
         exhausted = tx.exhausted_works(oldest)
         oldest_waiting = tx.query_works(replace(oldest, states=waiting))
         return Dashboard(
@@ -172,12 +166,9 @@ def read_dashboard(
             exhausted=exhausted,
             oldest_waiting=oldest_waiting,
             first_failed=next(iter(tx.query_works(first_failure)), None),
-            longest_running=sorted(running, key=lambda x: (x.started_at, x.id))[:LIST_SIZE],
-            expired=sorted(
-                (x for x in running if x.lease_expires_at <= now),
-                key=lambda x: (x.lease_expires_at, x.id),
-            ),
-            overdue=sorted(due, key=lambda t: (t.fire_at, t.id)),
+            longest_running=tx.running_executions(listed, LIST_SIZE),
+            expired=tx.expired_executions(now, listed),
+            overdue=tx.overdue_timers(now, listed),
             tries=read_last_tries(tx, list({w.id: w for w in exhausted + oldest_waiting}.values())),
         )
 

@@ -13,6 +13,10 @@ them (the contract tests in tests/storage/contract/test_series.py and the differ
   attempt never claimed has none and counts nowhere).
 - ``select_started``: the attempts behind an ``attempt_series`` bucket, the most
   recently started first (ties by ID, descending).
+- ``select_running``: the running attempts, the longest running first (by
+  ``started_at``, ties by ID); ``select_expired``: the running attempts whose lease
+  expired by an instant, the oldest expiry first; ``select_overdue``: the Timers due by
+  an instant, the earliest first (ties by ID). A Timer serving no Work has Scope "".
 - ``select_exhausted``: ready Work that has had an attempt, has no live attempt and
   no Timer: nothing will run it again until an operator retries it.
 
@@ -29,6 +33,7 @@ from ..records import (
     MAX_BUCKETS,
     Buckets,
     Execution,
+    ExecutionState,
     Nanos,
     StoredEvent,
     Timer,
@@ -120,6 +125,57 @@ def select_started(
         reverse=True,
     )
     return chosen[:limit] if limit else chosen
+
+
+def _in_scopes(scope_ids: Sequence[str] | None, work_id: str, scope_of: Mapping[str, str]) -> bool:
+    return scope_ids is None or scope_of.get(work_id, "") in scope_ids
+
+
+def select_running(
+    scope_ids: Sequence[str] | None,
+    limit: int,
+    executions: Iterable[Execution],
+    scope_of: Mapping[str, str],
+) -> list[Execution]:
+    check_scope_ids(scope_ids)
+    chosen = sorted(
+        (
+            x
+            for x in executions
+            if x.state is ExecutionState.RUNNING and _in_scopes(scope_ids, x.work_id, scope_of)
+        ),
+        key=lambda x: (x.started_at, x.id),
+    )
+    return chosen[:limit] if limit else chosen
+
+
+def select_expired(
+    at: Nanos,
+    scope_ids: Sequence[str] | None,
+    executions: Iterable[Execution],
+    scope_of: Mapping[str, str],
+) -> list[Execution]:
+    check_scope_ids(scope_ids)
+    return sorted(
+        (
+            x
+            for x in executions
+            if x.state is ExecutionState.RUNNING
+            and x.lease_expires_at <= at
+            and _in_scopes(scope_ids, x.work_id, scope_of)
+        ),
+        key=lambda x: (x.lease_expires_at, x.id),
+    )
+
+
+def select_overdue(
+    at: Nanos, scope_ids: Sequence[str] | None, timers: Iterable[Timer], scope_of: Mapping[str, str]
+) -> list[Timer]:
+    check_scope_ids(scope_ids)
+    return sorted(
+        (t for t in timers if t.fire_at <= at and _in_scopes(scope_ids, t.work_id, scope_of)),
+        key=lambda t: (t.fire_at, t.id),
+    )
 
 
 def select_exhausted(

@@ -142,7 +142,13 @@ class OrmTx(OrmReads):
         return cache.keep(id, CachedRow(record, text, live=bool(found[0][-1]) if live else True))
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
-        self._buffer.tables[table].write(record.id, record, create)
+        extra = None
+        if table == "execution" and create:
+            # The attempt's Scope column: its Work's, which the rules just read (a
+            # cached row, no statement), fixed for the Work's life.
+            work = self._get("work", record.work_id)
+            extra = {"scope_id": work.scope_id if work is not None else ""}
+        self._buffer.tables[table].write(record.id, record, create, extra)
 
     def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
         spec = schema.TABLES[table]

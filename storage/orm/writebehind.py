@@ -100,6 +100,9 @@ class CachedRow:
     # on those (a state change leaves the kind, scope and creation indexes alone).
     base: Any = None
     base_live: bool = True
+    # Columns the INSERT writes beside the record's own (``RecordTable.columns``): an
+    # attempt's Scope, which its Work holds (``OrmTx._put``). Never updated after.
+    extra: dict[str, Any] | None = None
 
     def visible(self) -> Any:
         if self.record is None or not self.live:
@@ -138,7 +141,9 @@ class CachedTable:
             return record
         return codec.decode(self.cls, row.text)  # a fresh copy: see ``shared``
 
-    def write(self, id: str, record: Any, create: bool) -> None:
+    def write(
+        self, id: str, record: Any, create: bool, extra: dict[str, Any] | None = None
+    ) -> None:
         row = self.rows.get(id)
         if row is None:
             # Not read first (BaseTx always reads first): as an INSERT or UPDATE would.
@@ -149,6 +154,8 @@ class CachedTable:
         previous = row.record
         row.record, row.text = shared(self.cls, record, previous)
         row.live = True
+        if extra is not None:
+            row.extra = extra
         # Only a Timer's Work can change (attempts and Waits keep theirs): re-file it.
         if previous is None or (self.cls is Timer and previous.work_id != record.work_id):
             self._index(id, row.record, previous)
@@ -269,6 +276,8 @@ class WriteBehind:
                         [*(values[n] for n in changed), data, id]
                     )
                 else:
+                    if row.extra:
+                        values = {**values, **row.extra}
                     names = list(values)
                     inserts.append([id, *values.values(), data])
                 row.stored, row.base, row.base_live = True, row.record, row.live

@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..errors import Invalid
 from ..meaning import series
 from ..meaning.query import check_query
-from ..records import Buckets, ErrorGroup, Execution, Nanos, Work, WorkQuery
+from ..records import Buckets, ErrorGroup, Execution, Nanos, Timer, Work, WorkQuery
 from . import fields
 from .base import TxBase
 
@@ -58,6 +58,33 @@ class DashboardRules(TxBase):
         if since < 0 or before < since:
             raise Invalid("a time range runs from a nonnegative start to a later end")
         return self._started_executions(since, before, scope_ids, limit)
+
+    def running_executions(
+        self, scope_ids: Sequence[str] | None = None, limit: int = 0
+    ) -> list[Execution]:
+        """Running attempts of Work in any of ``scope_ids`` (None: any), the longest
+        running first, at most ``limit`` (0: all): a dashboard's "longest running",
+        read from the live attempts and their Scope column, no Work decoded."""
+        self._check()
+        fields.require_limit(limit)
+        series.check_scope_ids(scope_ids)
+        return self._running_executions(scope_ids, limit)
+
+    def expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None = None
+    ) -> list[Execution]:
+        """Running attempts of Work in any of ``scope_ids`` whose lease expired by
+        ``at``, the oldest expiry first: nobody is running them any more."""
+        self._check()
+        series.check_scope_ids(scope_ids)
+        return self._expired_executions(at, scope_ids)
+
+    def overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> list[Timer]:
+        """Timers due by ``at`` of Work in any of ``scope_ids`` ("" for a Timer serving
+        no Work), the earliest first: ``due_timers`` of a Scope subtree."""
+        self._check()
+        series.check_scope_ids(scope_ids)
+        return self._overdue_timers(at, scope_ids)
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """``query``'s Work that is exhausted (ready, has had an attempt, no live

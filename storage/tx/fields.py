@@ -74,6 +74,7 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
     "conduit_execution": {
         "id": ID_MAX_BYTES,
         "work_id": ID_MAX_BYTES,
+        "scope_id": ID_MAX_BYTES,  # its Work's Scope, a checked reference there
         "state": 16,
         "executor": ID_MAX_BYTES,
     },

@@ -228,6 +228,18 @@ class Rows(ABC):
         """Attempts first claimed in [since, before), latest first (``select_started``)."""
 
     @abstractmethod
+    def _running_executions(self, scope_ids: Sequence[str] | None, limit: int) -> list[Execution]:
+        """Running attempts in ``scope_ids`` (``series.select_running``)."""
+
+    @abstractmethod
+    def _expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Execution]:
+        """Running attempts expired by ``at`` (``series.select_expired``)."""
+
+    @abstractmethod
+    def _overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Timer]:
+        """Timers due by ``at`` in ``scope_ids`` (``series.select_overdue``)."""
+
+    @abstractmethod
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         """Every error group of ``query``'s failed and exhausted Work, largest first
         (``triage.select_error_groups``)."""
