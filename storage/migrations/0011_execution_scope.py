@@ -26,7 +26,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0009_work_tally"),
+        ("storage", "0010_routed_workflow_facets"),
     ]
 
     operations = [
