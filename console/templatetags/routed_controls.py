@@ -7,13 +7,22 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.http import HttpRequest
 
 from console.routed.actions import RoutedAction
 from console.routed.authority import scopes_of
 from console.routed.previews import allowed_actions
-from storage.routed.enums import WorkflowStatus
+from storage.routed.enums import AuthorityScope, WorkflowStatus
 
 register = template.Library()
+
+
+def _scopes(request: HttpRequest) -> frozenset[AuthorityScope]:
+    scopes = getattr(request, "_routed_scopes", None)
+    if scopes is None:
+        scopes = scopes_of(request)
+        request._routed_scopes = scopes  # type: ignore[attr-defined]  # once per request, not per row
+    return frozenset(scopes)
 
 
 @register.simple_tag(takes_context=True)
@@ -23,12 +32,16 @@ def routed_buttons(
     request = context.get("request")
     if request is None:
         return []
-    scopes = getattr(request, "_routed_scopes", None)
-    if scopes is None:
-        scopes = scopes_of(request)
-        request._routed_scopes = scopes  # a list page asks once per row
+    scopes = _scopes(request)
     return [
         act
         for act in allowed_actions(status, cancel_desired=bool(cancel_desired))
         if act.authority in scopes
     ]
+
+
+@register.simple_tag(takes_context=True)
+def routed_may(context: template.Context, scope: str) -> bool:
+    """Whether the request may use ``scope`` ("runs:control", "runs:amend_limits")."""
+    request = context.get("request")
+    return request is not None and any(s.value == scope for s in _scopes(request))
