@@ -65,11 +65,6 @@ urlpatterns = [
         routed_control.workflow_action,
         name="routed_action",
     ),
-    path(
-        "routed/workflows/<id:workflow_id>/controls",
-        routed_control.workflow_controls,
-        name="routed_controls",
-    ),
     path("routed/", include("console.routed.urls")),
     path("dashboard", dashboard.dashboard, name="dashboard"),
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),

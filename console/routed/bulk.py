@@ -8,6 +8,7 @@ the map still allows, batched, and the summary says done / skipped (with reasons
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from console.errors import storage_errors
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
 from console.models import RoutedActionNote
+from console.routed.filters import parse_workflow_filter
+from console.routed.reads import alert_ids, search
+from console.urlstate import FilterError
 from storage import Invalid, StorageError
 from storage.default import default_routed_store
 from storage.routed.enums import WorkflowStatus
@@ -30,6 +34,7 @@ from storage.routed.errors import InvalidArgument, RoutedNotFound
 from storage.routed.ids import ControlRequestID, WorkflowID
 from storage.routed.records import ControlRequest, WorkflowRecord
 from storage.routed.rules import RoutedRules
+from storage.routed.rules.listing import MAX_PAGE
 from storage.routed.store import RoutedStore
 
 from .actions import RoutedAction, RoutedResult, actor_of, check_request, note, note_token
@@ -146,30 +151,34 @@ def _each(
 
 
 def matching(data: QueryDict) -> tuple[list[str], dict[str, int]]:
-    """The workflow IDs the list's filter matches (``status``, ``kind`` and
-    ``deployment`` repeat; a ``workflow`` list selects rows), newest first, at most
-    BULK_CAP, with their count by status; one snapshot."""
-    statuses = set(data.getlist("status"))
-    kinds = set(data.getlist("kind"))
-    deployments = set(data.getlist("deployment"))
-    chosen = set(data.getlist("workflow"))
-    unknown = statuses - {s.name for s in WorkflowStatus}
-    if unknown:
-        raise Invalid(f"unknown status {sorted(unknown)[0]!r}")
+    """The workflow IDs the Workflows list's filter matches (its own parameters:
+    facets, ``q``, ``alert``), newest first, at most BULK_CAP, with their count by
+    status; one snapshot, read in pages of the list's largest page size."""
+    try:
+        f = parse_workflow_filter(data)
+    except FilterError as exc:
+        raise Invalid("; ".join(f"{k}: {v}" for k, v in exc.errors.items())) from exc
 
     def read(r: RoutedRules) -> list[WorkflowRecord]:
-        return [s.record for s in r.list_workflows()]
+        found = search(r, f.q)
+        ids = found.workflow_ids if found else None
+        if f.alert:
+            flagged = set(alert_ids(r, f.alert, r.now))
+            ids = tuple(flagged) if ids is None else tuple(i for i in ids if i in flagged)
+        query = f.query(ids)
+        if found and found.deployment:
+            query = dataclasses.replace(query, deployment_ids=(found.deployment,))
+        out: list[WorkflowRecord] = []
+        after = None
+        while len(out) < BULK_CAP:
+            page = r.page_workflows(query, after, min(MAX_PAGE, BULK_CAP - len(out)))
+            out += [s.record for s in page.rows]
+            if not page.next_after:
+                break
+            after = page.next_after
+        return out
 
-    found = [
-        wf
-        for wf in default_routed_store().view(read)
-        if (not statuses or wf.status.name in statuses)
-        and (not kinds or wf.workflow_kind in kinds)
-        and (not deployments or wf.deployment_id in deployments)
-        and (not chosen or wf.workflow_id in chosen)
-    ]
-    found.sort(key=lambda wf: wf.created_at, reverse=True)
-    found = found[:BULK_CAP]
+    found = default_routed_store().view(read)
     return [wf.workflow_id for wf in found], dict(Counter(wf.status.name for wf in found))
 
 
@@ -181,7 +190,7 @@ def _action(data: QueryDict) -> RoutedAction:
 
 
 def _filter_params(data: QueryDict) -> list[tuple[str, str]]:
-    return [(k, v) for k in ("status", "kind", "deployment", "workflow") for v in data.getlist(k)]
+    return parse_workflow_filter(data).params()
 
 
 @require_http_methods(["GET", "POST"])
@@ -195,14 +204,18 @@ def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
     refused = refusal(request, act.authority)
     if refused is not None:
         return refused
-    ids, by_status = matching(data)
+    # The confirmation carries the list's filter as one field: its facet ``reason``
+    # (a failure reason) would otherwise meet the form's ``reason`` (the operator's).
+    filter_data = QueryDict(data.get("filter", "")) if request.method == "POST" else data
+    ids, by_status = matching(filter_data)
     eligible = sum(n for s, n in by_status.items() if act in allowed_actions(WorkflowStatus[s]))
     context: dict[str, object] = {
         "action": act,
         "by_status": sorted(by_status.items()),
         "matched": len(ids),
         "eligible": eligible,
-        "params": _filter_params(data),
+        "params": _filter_params(filter_data),
+        "filter_qs": parse_workflow_filter(filter_data).querystring().lstrip("?"),
         "cap": BULK_CAP,
     }
     if request.method != "POST":

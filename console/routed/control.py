@@ -10,7 +10,6 @@ again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -25,20 +24,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from console.actions import new_token
 from console.errors import storage_errors
-from console.http import HtmxHttpRequest, local_next, page, wants_fragment
+from console.http import HtmxHttpRequest, local_next, wants_fragment
 from storage.default import default_routed_store
-from storage.routed.envelope import TimeEnvelope, consumed_ms
-from storage.routed.errors import RoutedNotFound
-from storage.routed.ids import WorkflowID
-from storage.routed.records import (
-    ControlRequest,
-    ControlResult,
-    DesiredState,
-    LimitAmendment,
-    RestartProvenance,
-    WorkflowRecord,
-)
-from storage.routed.rules import RoutedRules
 
 from . import actions as a
 from .authority import refusal
@@ -57,8 +44,8 @@ _DO = {
 
 
 def workflow_url(workflow_id: str) -> str:
-    """Where a workflow's actions return to: its controls page."""
-    return reverse("routed_controls", kwargs={"workflow_id": workflow_id})
+    """Where a workflow's actions return to: its page."""
+    return reverse("routed_workflow", kwargs={"workflow_id": workflow_id})
 
 
 @require_http_methods(["GET", "POST"])
@@ -177,65 +164,3 @@ def _confirmation(
     }
     template = INLINE if wants_fragment(request) else FULL
     return render(request, template, context, status=status)
-
-
-@dataclass(frozen=True)
-class ControlsPage:
-    workflow: WorkflowRecord
-    desired: DesiredState | None
-    envelope: TimeEnvelope
-    now_ms: int
-    history: list[tuple[ControlRequest, ControlResult | None]]
-    amendments: list[LimitAmendment]
-    provenance: RestartProvenance | None
-
-    @property
-    def consumed_ms(self) -> int:
-        return consumed_ms(self.envelope, self.now_ms)
-
-    @property
-    def frozen(self) -> bool:
-        return self.envelope.running_segment_start_ms is None
-
-
-def read_controls(workflow_id: str) -> ControlsPage:
-    """The workflow's control side, from one snapshot."""
-    wf_id = WorkflowID.parse(workflow_id)
-
-    def read(r: RoutedRules) -> ControlsPage:
-        results = {x.control_request_id: x for x in r.list_control_results(wf_id)}
-        try:
-            desired: DesiredState | None = r.get_desired_state(wf_id).record
-        except RoutedNotFound:
-            desired = None
-        try:
-            provenance: RestartProvenance | None = r.get_restart_provenance(wf_id)
-        except RoutedNotFound:
-            provenance = None
-        return ControlsPage(
-            workflow=r.get_workflow(wf_id).record,
-            desired=desired,
-            envelope=r.get_time_envelope(wf_id).record,
-            now_ms=r.now_ms,
-            history=[
-                (req, results.get(req.control_request_id)) for req in r.list_control_requests(wf_id)
-            ],
-            amendments=r.list_limit_amendments(wf_id),
-            provenance=provenance,
-        )
-
-    return default_routed_store().view(read)
-
-
-@page
-def workflow_controls(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
-    """A workflow's controls: status, desired state, envelope, the buttons its status
-    allows, and its control history with each operator's reason."""
-    controls = read_controls(workflow_id)
-    context = {
-        "c": controls,
-        "wf": controls.workflow,
-        "notes": {n.token.split("/", 1)[0]: n for n in a.notes_for(workflow_id)},
-        "cancel_desired": bool(controls.desired and controls.desired.cancel_precedence),
-    }
-    return render(request, "console/routed/controls.html", context)

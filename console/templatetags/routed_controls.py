@@ -9,7 +9,7 @@ from typing import Any
 from django import template
 from django.http import HttpRequest
 
-from console.routed.actions import RoutedAction
+from console.routed.actions import RoutedAction, notes_for
 from console.routed.authority import scopes_of
 from console.routed.previews import allowed_actions
 from storage.routed.enums import AuthorityScope, WorkflowStatus
@@ -45,3 +45,10 @@ def routed_may(context: template.Context, scope: str) -> bool:
     """Whether the request may use ``scope`` ("runs:control", "runs:amend_limits")."""
     request = context.get("request")
     return request is not None and any(s.value == scope for s in _scopes(request))
+
+
+@register.simple_tag
+def routed_reasons(workflow_id: str) -> dict[str, str]:
+    """The operators' reasons for a workflow's control requests, by idempotency key
+    (the form token the request was keyed by): one query."""
+    return {n.token.split("/", 1)[0]: n.reason for n in notes_for(workflow_id)}

@@ -76,7 +76,7 @@ def test_the_bulk_page_confirms_the_filter_then_cancels_it(django_user_model):
     assert b"data-matched>2<" in page.content
     done = client.post(
         "/routed/actions/bulk",
-        {"do": "cancel", "status": "RUNNING", "reason": "drain", "token": new_token()},
+        {"do": "cancel", "filter": "status=RUNNING", "reason": "drain", "token": new_token()},
     )
 
     assert b"2 done, 0 skipped" in done.content

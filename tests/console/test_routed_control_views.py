@@ -82,7 +82,7 @@ def test_a_controller_pauses_and_sees_it_in_the_history(controller):
     response = post(controller, "pause", wf)
 
     assert response.status_code == 302
-    assert response["Location"] == f"/routed/workflows/{wf}/controls"
+    assert response["Location"] == f"/routed/workflows/{wf}"
     assert status_of(wf) is WorkflowStatus.PAUSE_REQUESTED
     page = controller.get(response["Location"]).content.decode()
     assert "operator:carol" in page
@@ -153,7 +153,7 @@ def test_a_viewer_sees_no_buttons_and_forged_posts_are_403(viewer):
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
 
-    page = viewer.get(f"/routed/workflows/{wf}/controls").content.decode()
+    page = viewer.get(f"/routed/workflows/{wf}").content.decode()
     assert "data-routed-action" not in page
     for action in ("pause", "cancel", "amend-limits", "restart", "continue"):
         assert post(viewer, action, wf).status_code == 403
@@ -165,8 +165,8 @@ def test_each_authority_shows_and_allows_only_its_own_actions(controller, amende
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
 
-    control_page = controller.get(f"/routed/workflows/{wf}/controls").content.decode()
-    amend_page = amender.get(f"/routed/workflows/{wf}/controls").content.decode()
+    control_page = controller.get(f"/routed/workflows/{wf}").content.decode()
+    amend_page = amender.get(f"/routed/workflows/{wf}").content.decode()
 
     assert 'data-routed-action="pause"' in control_page
     assert 'data-routed-action="amend-limits"' not in control_page
@@ -182,7 +182,7 @@ def test_read_only_refuses_everyone(settings, django_user_model):
     settings.CONSOLE_READ_ONLY = True
     both = person(django_user_model, "erin", CONTROL, AMEND)
 
-    assert "data-routed-action" not in both.get(f"/routed/workflows/{wf}/controls").content.decode()
+    assert "data-routed-action" not in both.get(f"/routed/workflows/{wf}").content.decode()
     assert post(both, "pause", wf).status_code == 403
     assert status_of(wf) is WorkflowStatus.RUNNING
 
@@ -241,7 +241,7 @@ def test_restart_offers_the_aliases_and_lands_on_the_new_workflow(controller):
 
     assert response.status_code == 302
     new_page = controller.get(response["Location"]).content.decode()
-    assert f'href="/routed/workflows/{wf}/controls"' in new_page
+    assert f'href="/routed/workflows/{wf}"' in new_page
     [note] = a.notes_for(wf)[-1:]
     assert note.action == "restart"
 
@@ -265,3 +265,25 @@ def test_continue_shows_and_resumes_from_the_latest_valid_checkpoint(controller)
     assert response.status_code == 302
     [result] = rc.routed().list_control_results(wf)
     assert result.resume_checkpoint_id == saved.checkpoint_id
+
+
+def test_the_list_rows_and_the_deployments_page_carry_the_controls(controller, viewer):
+    admission, _ = rc.running()
+    wf = admission.receipt.workflow_id
+    rc.alias_to("prod", admission)
+
+    rows = controller.get("/routed/workflows?status=RUNNING").content.decode()
+    deployments = controller.get("/routed/deployments").content.decode()
+
+    assert f'href="/routed/actions/pause/{wf}?next=' in rows
+    assert 'data-bulk="pause"' in rows
+    assert "/routed/actions/bulk?status=RUNNING&amp;do=pause" in rows
+    assert 'data-deployment-action="deactivate"' in deployments
+    assert 'data-alias-action="repoint"' in deployments
+    seen = (
+        viewer.get("/routed/workflows").content.decode()
+        + viewer.get("/routed/deployments").content.decode()
+    )
+    assert "data-routed-action" not in seen
+    assert "data-bulk=" not in seen
+    assert "data-deployment-action" not in seen
