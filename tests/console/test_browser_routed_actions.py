@@ -13,11 +13,10 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from console.actions import new_token
-from console.routed import actions as a
 from storage.routed.enums import AttemptStatus, WorkflowStatus
 from storage.routed.errors import LeaseFenced
-from storage.routed.rules import TransitionCommand
 from tests.console import routedcontrol as rc
+from tests.console import routedfactories as rf
 from tests.console import test_browser
 from tests.console.test_browser import sign_in
 
@@ -38,23 +37,9 @@ def status_of(wf: str) -> WorkflowStatus:
 
 
 def failed_workflow() -> str:
-    """A FAILED workflow the way a supervisor gets one: a pause it cannot honour."""
-    admission, _ = rc.running("k-failed")
-    wf = admission.receipt.workflow_id
-    store = rc.routed()
-    a.do_pause_workflow(
-        store,
-        username="sim",
-        workflow_id=wf,
-        generation=store.get_workflow(wf).generation,
-        reason="seed",
-        token=new_token(),
-    )
-    current = store.get_workflow(wf)
-    store.apply_transition(
-        wf, current.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "no-boundary"
-    )
-    return wf
+    """A workflow whose attempt failed and which the supervisor ended FAILED."""
+    admission, _ = rf.failed()
+    return admission.receipt.workflow_id
 
 
 def act(page, action: str, reason: str) -> None:
