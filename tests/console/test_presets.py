@@ -44,6 +44,15 @@ def test_the_dashboard_tiles_are_presets(as_bob):
         assert f'href="{url}" data-figure="{figure}"' in html
 
 
+def test_a_scope_dashboards_exhausted_tile_is_the_preset_within_that_scope(as_bob):
+    f.scope("acme")
+    html = as_bob.get("/dashboard/acme").content.decode()
+
+    url = BY_KEY["exhausted"].url("acme").replace("&", "&amp;")
+    assert "within=acme" in url
+    assert f'href="{url}" data-figure="exhausted"' in html
+
+
 def test_waits_older_than_an_age_leave_out_the_younger(as_bob):
     f.parked("young")
 

@@ -84,6 +84,12 @@ def test_it_refuses_a_filter_the_work_list_would_refuse(as_alice):
     assert not SavedView.objects.exists()
 
 
+@pytest.mark.parametrize("query", ["kind=" + "x" * 300, "state=ready&" * 200])
+def test_it_refuses_a_filter_too_long_to_keep(as_alice, query):
+    assert save(as_alice, "Long", query).status_code == 400
+    assert not SavedView.objects.exists()
+
+
 def test_a_personal_view_is_its_owners_alone(as_alice, bob):
     save(as_alice, "Alice's")
     view = SavedView.objects.get()
