@@ -24,8 +24,9 @@ class Sizes:
 
     @property
     def prepared(self) -> int:
-        """Work (each with a pending attempt) that benchmark 1 consumes, plus warm-up."""
-        return sum(b * r * t for b, r, t in self.tx_plan) + 2
+        """Work (each with a pending attempt) that benchmark 1 consumes, plus two
+        warm-up transactions in each interleaved round's child."""
+        return sum(b * r * t for b, r, t in self.tx_plan) + 2 * max(r for _, r, _ in self.tx_plan)
 
 
 QUICK = Sizes(

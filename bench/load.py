@@ -19,9 +19,11 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import polls
 from .config import Sizes
 from .proc import MANAGE, PYTHON, ROOT, DataDir, Workspace, child, log
 from .report import Section, Target, num, table
@@ -30,6 +32,7 @@ from .stats import Spread
 GUNICORN = str(Path(PYTHON).parent / "gunicorn")
 HOST = "127.0.0.1"  # loopback only
 MAX_REQUESTS = 200_000  # per client: a bound even if the deadline logic failed
+POLL_EVERY = 1.0  # seconds between one poll client's rounds of its regions
 LOCKED = re.compile(r"database is locked", re.IGNORECASE)
 
 
@@ -39,24 +42,30 @@ def setup() -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from storage import WorkQuery, view
+    from storage import WorkQuery, WorkState, view
     from storage.default import default_store
 
     user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-pass")
     client = Client()
     client.force_login(user)
-    works = view(
+    works, finished, live = view(
         default_store(),
         None,
         lambda tx: (
             [w.id for w in tx.query_works(WorkQuery(limit=100))]
-            + [w.id for w in tx.live_works()[:100]]
+            + [w.id for w in tx.live_works()[:100]],
+            [w.id for w in tx.query_works(WorkQuery(states=(WorkState.COMPLETED,), limit=2))],
+            [w.id for w in tx.live_works()[:2]],
         ),
     )
     name = settings.SESSION_COOKIE_NAME
     return {
         "cookie": f"{name}={client.cookies[name].value}",
         "works": works,
+        "finished": finished,
+        "live": live,
+        # The settled list's bound: history before the run (ISO, as a URL takes it).
+        "until": datetime.now(UTC).isoformat(),
     }
 
 
@@ -241,6 +250,15 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
         v0, t0 = _store_version(data), time.monotonic()
         clients = _drive(port, info["cookie"], ordered, sizes.load_clients, sizes.load_seconds)
         v1, t1 = _store_version(data), time.monotonic()
+        # Half the clients poll: an open tab per client would only queue them.
+        pollers = polls.drive(
+            port,
+            info["cookie"],
+            info,
+            max(1, sizes.load_clients // 2),
+            sizes.load_seconds,
+            POLL_EVERY,
+        )
         workers = _children(gunicorn.pid)
         rss = {pid: _peak_rss_mb(pid) for pid in workers}
     finally:
@@ -256,7 +274,9 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
     )
     ws.discard(data)
     rate = (v1 - v0) / (t1 - t0)
-    return _section(sizes, clients, warm, rss, locked, tracebacks, summary, rate)
+    section = _section(sizes, clients, warm, rss, locked, tracebacks, summary, rate)
+    polls.report(section, pollers, POLL_EVERY)
+    return section
 
 
 def _section(

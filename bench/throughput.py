@@ -70,8 +70,9 @@ def prepare(count: int, per_tx: int = 250) -> int:
     return count
 
 
-def orm(plan: list[list[int]]) -> dict[str, Any]:
-    """(child) Seconds per repetition for each (batch, reps, txs) of ``plan``."""
+def orm(plan: list[list[int]], start: int = 0) -> dict[str, Any]:
+    """(child) Seconds per repetition for each (batch, reps, txs) of ``plan``, using
+    the prepared Work from ``start`` on; ``cursor`` is where the next child starts."""
     from django.db import connections
 
     from storage import Event, Guard, Payload, Tx
@@ -88,7 +89,7 @@ def orm(plan: list[list[int]]) -> dict[str, Any]:
             tx.claim(x, OWNER, tx.now + LEASE_NS)
             tx.mark_routed(stored.id, w, "routed")
 
-    store.transact(Guard(), lambda tx: ops(tx, 0, 1))  # warm-up: connection, caches
+    store.transact(Guard(), lambda tx: ops(tx, start, 1))  # warm-up: connection, caches
     statements = []
 
     def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -96,8 +97,8 @@ def orm(plan: list[list[int]]) -> dict[str, Any]:
         return execute(sql, params, many, context)
 
     with connections[store.using].execute_wrapper(count):
-        store.transact(Guard(), lambda tx: ops(tx, 1, 1))
-    cursor = 2
+        store.transact(Guard(), lambda tx: ops(tx, start + 1, 1))
+    cursor = start + 2
     times: dict[str, list[float]] = {}
     for batch, reps, txs in plan:
         runs = []
@@ -110,6 +111,7 @@ def orm(plan: list[list[int]]) -> dict[str, Any]:
         times[str(batch)] = runs
     return {
         "times": times,
+        "cursor": cursor,
         "statements": [" ".join(sql.split())[:110] for sql in statements],
         "settings": _settings(store.using),
     }
@@ -134,27 +136,27 @@ def _settings(alias: str) -> dict[str, str]:
 # ---------------------------------------------------------------- children (plain driver)
 
 
-def raw_sqlite(plan: list[list[int]]) -> dict[str, Any]:
+def raw_sqlite(plan: list[list[int]], start: int = 0) -> dict[str, Any]:
     """(child, no Django) The same writes with the sqlite3 module and the same pragmas."""
     import sqlite3
 
     con = sqlite3.connect(os.environ["CONDUIT_SQLITE_PATH"], isolation_level=None, timeout=30)
     for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=30000", "foreign_keys=ON"):
         con.execute(f"PRAGMA {pragma}")
-    result = _raw(con.cursor(), plan, "BEGIN IMMEDIATE", "?")
+    result = _raw(con.cursor(), plan, "BEGIN IMMEDIATE", "?", start)
     names = ("journal_mode", "synchronous", "busy_timeout")
     result["settings"] = {n: str(con.execute(f"PRAGMA {n}").fetchone()[0]) for n in names}
     con.close()
     return result
 
 
-def raw_postgres(plan: list[list[int]]) -> dict[str, Any]:
+def raw_postgres(plan: list[list[int]], start: int = 0) -> dict[str, Any]:
     """(child, no Django) The same writes with psycopg, SERIALIZABLE, synchronous_commit=on."""
     import psycopg
 
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
         conn.execute("SET synchronous_commit = on")
-        result = _raw(conn.cursor(), plan, "BEGIN ISOLATION LEVEL SERIALIZABLE", "%s")
+        result = _raw(conn.cursor(), plan, "BEGIN ISOLATION LEVEL SERIALIZABLE", "%s", start)
         result["settings"] = {
             n: str(conn.execute(f"SHOW {n}").fetchone()[0])  # type: ignore[index]
             for n in ("synchronous_commit", "fsync")
@@ -162,7 +164,7 @@ def raw_postgres(plan: list[list[int]]) -> dict[str, Any]:
     return result
 
 
-def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str) -> dict[str, Any]:
+def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> dict[str, Any]:
     def q(sql: str) -> str:
         return sql.replace("?", mark)
 
@@ -253,10 +255,10 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str) -> dict[str, An
         cur.execute(write_clock, (f"{now} {int(version or 0) + 1}",))
         cur.execute("COMMIT")
 
-    transaction(0, 1)  # warm-up
+    transaction(start, 1)  # warm-up
     statements = 6  # clock read, 4 row writes, clock write (BEGIN/COMMIT not counted)
-    transaction(1, 1)
-    cursor = 2
+    transaction(start + 1, 1)
+    cursor = start + 2
     times: dict[str, list[float]] = {}
     for batch, reps, txs in plan:
         runs = []
@@ -267,15 +269,20 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str) -> dict[str, An
                 cursor += batch
             runs.append(time.perf_counter() - started)
         times[str(batch)] = runs
-    return {"times": times, "statements": statements}
+    return {"times": times, "statements": statements, "cursor": cursor}
 
 
 # ---------------------------------------------------------------- orchestration
 
 
+VARIANTS = ("orm", "raw")
+
+
 def _measure(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> dict[str, Any]:
-    """Both paths, each on its own copy of one prepared database."""
-    plan = [list(p) for p in sizes.tx_plan]
+    """Both paths, each on its own copy of one prepared database, interleaved: one
+    child per path and repetition, in the order orm, raw, orm, raw... (ABAB), so a
+    change in the machine's load during the run falls on both paths alike, and each
+    repetition pairs with the other path's repetition next to it."""
     template = ws.fresh(f"throughput-{engine}")
     if pg is not None:
         template = template.on_postgres(pg.database("tp_template"))
@@ -283,16 +290,29 @@ def _measure(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> d
     child(template, "throughput.prepare", count=sizes.prepared)
     if pg is None:
         checkpoint(template)
-    out = {}
-    for variant in ("orm", "raw"):
+    datas = {}
+    for variant in VARIANTS:
         if pg is not None:
             data = ws.fresh(f"throughput-{engine}-{variant}")
             data = data.on_postgres(pg.database(f"tp_{variant}", template=template.database_url))
         else:
             data = ws.copy_of(template, f"throughput-{engine}-{variant}")
-        log(f"  {engine}: {variant} ({sizes.prepared} prepared Work)")
-        task = "throughput.orm" if variant == "orm" else f"throughput.raw_{engine}"
-        out[variant] = child(data, task, plan=plan)
+        datas[variant] = data
+    out: dict[str, dict[str, Any]] = {v: {"times": {}} for v in VARIANTS}
+    cursors = dict.fromkeys(VARIANTS, 0)
+    reps = max(r for _b, r, _t in sizes.tx_plan)
+    log(f"  {engine}: orm and raw interleaved, {reps} rounds ({sizes.prepared} prepared Work)")
+    for rep in range(reps):
+        plan = [[b, 1, t] for b, r, t in sizes.tx_plan if rep < r]
+        for variant in VARIANTS:
+            task = "throughput.orm" if variant == "orm" else f"throughput.raw_{engine}"
+            result = child(datas[variant], task, plan=plan, start=cursors[variant])
+            cursors[variant] = result.pop("cursor")
+            for batch, runs in result.pop("times").items():
+                out[variant]["times"].setdefault(batch, []).extend(runs)
+            for key, value in result.items():
+                out[variant].setdefault(key, value)  # statements, settings: the first round's
+    for data in datas.values():
         if pg is not None:
             pg.drop(data.database_url)
         ws.discard(data)
@@ -317,7 +337,10 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
         "what `storage/orm/` writes (Event insert, attempt update, Work update with its "
         "JSON, route update, the clock row read and written) and reads nothing else: it "
         "is the floor. Each database is fresh; each figure is over repetitions of a fixed "
-        "number of back-to-back transactions.",
+        "number of back-to-back transactions. The two paths are interleaved: one child "
+        "process per path and repetition, storage API, plain driver, storage API, ... "
+        "(ABAB), so the machine's load drifting during the run falls on both; the last "
+        "column is the spread of the time ratio over those pairs.",
     )
     engines: list[tuple[str, Postgres | None]] = [("sqlite", None)]
     if pg is not None:
@@ -330,6 +353,13 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
     return section
 
 
+def _pair_ratios(result: dict[str, Any], batch: int) -> list[float]:
+    """The storage API's time over the plain driver's, per interleaved pair of
+    repetitions (same round): the spread of the ratio itself, not of each path."""
+    orm, raw = result["orm"]["times"][str(batch)], result["raw"]["times"][str(batch)]
+    return [a / b for a, b in zip(orm, raw, strict=True)]
+
+
 def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, Any]) -> None:
     rows, tx_rate, op_rate = [], {}, {}
     for batch, _reps, txs in sizes.tx_plan:
@@ -338,6 +368,7 @@ def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, An
             tx_rate[variant, batch] = runs.rates(txs)
             op_rate[variant, batch] = runs.rates(txs * batch)
         cost = tx_rate["raw", batch].median / tx_rate["orm", batch].median
+        pairs = Spread.of(_pair_ratios(result, batch))
         for variant, name in (("orm", "storage API"), ("raw", "plain driver")):
             rows.append(
                 [
@@ -346,9 +377,19 @@ def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, An
                     per_s(tx_rate[variant, batch], "tx"),
                     per_s(op_rate[variant, batch], "op"),
                     ratio(cost) if variant == "orm" else "1 (baseline)",
+                    f"{ratio(pairs.min)}-{ratio(pairs.max)} ({pairs.n} pairs)"
+                    if variant == "orm"
+                    else "",
                 ]
             )
-    headers = ["Ops per tx", "Path", "Transactions", "Operations", "Time vs plain"]
+    headers = [
+        "Ops per tx",
+        "Path",
+        "Transactions",
+        "Operations",
+        "Time vs plain",
+        "Per pair (min-max)",
+    ]
     section.add(f"**{label}**\n\n" + table(headers, rows))
     settings = ", ".join(f"{k}={v}" for k, v in result["orm"]["settings"].items())
     statements = result["orm"]["statements"]

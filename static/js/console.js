@@ -334,6 +334,24 @@
   });
   setInterval(function () { tick(); status(); }, 1000);
   setInterval(ages, 5000);
+
+  /* ---- Polling stamps (helper "poll") ----
+     A region's stamp goes back in the X-Console-Stamp header, and a 204 ("your
+     region did not change") brings the stamp as it is now: kept on the region, it
+     lets the next poll take the server's cheapest path (nothing committed since). */
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll") && elt.dataset.stamp) {
+      evt.detail.headers["X-Console-Stamp"] = elt.dataset.stamp;
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var xhr = evt.detail.xhr, elt = evt.detail.elt;
+    if (!xhr || xhr.status !== 204 || !elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    var stamp = xhr.getResponseHeader("X-Console-Stamp");
+    if (stamp) elt.dataset.stamp = stamp;
+  });
+  /* ---- end of polling stamps ---- */
 })();
 
 /* ---------------------------------------------------------------- routed-run controls (ractions)

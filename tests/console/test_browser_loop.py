@@ -66,12 +66,14 @@ def test_the_triage_loop_from_dashboard_to_bulk_retry(
     # Two real polls swap the list in; then rows are selected and the polls pause.
     page.select_option("#poll-every", "2")
     page.wait_for_selector("#workspace[hx-trigger='every 2s, consolewake']")
-    # Each poll answers with a new stamp (another process starts an attempt) and
-    # swaps the list in; the rows and their controls come back each time.
-    for name in ("elsewhere-1", "elsewhere-2"):
+    # Each poll answers with a new stamp (another process rewrites the last row's Work:
+    # a change elsewhere would answer 204; the first row stays where it is) and swaps
+    # the list in; the rows and their controls come back each time.
+    for _ in range(2):
+        last = page.locator("#workspace tbody tr td.id a").last.inner_text()
         is_swap = lambda r: "stamp=" in r.url and r.status == 200  # noqa: E731
         with page.expect_response(is_swap, timeout=15_000):
-            f.running(name)
+            f.transact(lambda tx, last=last: tx.put_work(tx.work(last)))
         expect(row.locator(".last-try")).to_contain_text("upstream returned 502")
     boxes = page.locator("#workspace input[name=work]")
     boxes.nth(0).check()

@@ -1,6 +1,7 @@
 """Live updates: polling regions, the interval picker and the cheap "unchanged"."""
 
 import re
+from dataclasses import dataclass
 
 import pytest
 from django.db import connections
@@ -15,7 +16,7 @@ LIVE_PAGES = ["/", "/works/w1", "/events", "/executions", "/waits", "/timers", "
 
 
 def stamp_of(html: str) -> str:
-    return re.search(r'data-stamp="([\d.]+)"', html).group(1)
+    return re.search(r'data-stamp="([\w.-]+)"', html).group(1)
 
 
 def poll_url_of(html: str) -> str:
@@ -45,10 +46,23 @@ def test_a_poll_with_an_unchanged_stamp_is_a_204_after_one_cheap_read(
     assert response.content == b""
 
 
+# A change each live page shows (a change it does not show answers 204:
+# tests/console/test_region_stamps.py).
+SHOWN_CHANGE = {
+    "/": lambda: f.work("w2"),
+    "/works/w1": lambda: f.event("e2", work_id="w1"),
+    "/events": lambda: f.event("e2"),
+    "/executions": lambda: f.running("w2"),
+    "/waits": lambda: f.parked("w2"),
+    "/timers": lambda: f.timer("t2"),
+    "/scopes": lambda: f.scope("beta"),
+}
+
+
 @pytest.mark.parametrize("path", LIVE_PAGES)
 def test_a_poll_after_a_change_gets_the_fresh_fragment(as_alice, some_work, path):
     url = poll_url_of(as_alice.get(path).content.decode())
-    f.work("w2")
+    SHOWN_CHANGE[path]()
 
     response = as_alice.get(url, HTTP_HX_REQUEST="true")
 
@@ -107,29 +121,47 @@ def test_older_event_pages_do_not_poll(as_alice, some_work):
     assert "data-poll" not in html
 
 
-def test_polled_view_builds_unless_the_stamp_it_was_given_is_still_current(some_work):
+def test_polled_view_skips_the_build_while_nothing_committed(some_work):
     built: list[str] = []
+
+    @dataclass(frozen=True)
+    class Page:
+        now: int
+        stamp: str
+        revision: int
 
     def build(tx, stamp):
         built.append(stamp)
-        return tx.work("w1").id
+        return Page(tx.now, stamp, tx.work("w1").revision)
 
-    assert polled_view("", build) == "w1"
-    current = built[-1]
-    assert polled_view(current, build) is None
-    assert built == [current]  # "unchanged" never calls build
-    f.parked("w2")
-    assert polled_view(current, build) == "w1"
-    assert built[-1] != current
+    page = polled_view("", build)
+    assert polled_view(page.stamp, build) is None
+    assert len(built) == 1  # the store part alone said "unchanged"
+
+    f.parked("w2")  # a commit the page does not show: built, hashed, still unchanged
+    assert polled_view(page.stamp, build) is None
+    assert len(built) == 2
+    f.transact(lambda tx: tx.put_work(tx.work("w1")))  # what the page shows: a revision
+    assert polled_view(page.stamp, build).revision == page.revision + 1
 
 
-def test_a_period_stamps_the_time_too_so_a_poll_rerenders_when_it_turns(some_work):
-    stamps: list[str] = []
+@dataclass(frozen=True)
+class Due:
+    now: int
+    stamp: str
+    due: bool  # what a time-driven figure is: it changes without any write
+
+
+def test_a_period_rebuilds_once_it_turns_so_time_driven_figures_refresh(some_work):
+    minute = 60 * 10**9
+    built: list[int] = []
 
     def build(tx, stamp):
-        stamps.append(stamp)
+        built.append(tx.now)
+        return Due(tx.now, stamp, tx.now >= 11 * minute)
 
-    minute = 60 * 10**9
-    polled_view("", build, now=10 * minute, period=minute)
-    assert polled_view(stamps[0], lambda tx, s: s, now=10 * minute + 1, period=minute) is None
-    assert polled_view(stamps[0], lambda tx, s: s, now=11 * minute, period=minute) is not None
+    first = polled_view("", build, now=10 * minute, period=minute)
+    assert polled_view(first.stamp, build, now=10 * minute + 1, period=minute) is None
+    assert len(built) == 1  # same minute, nothing committed: not rebuilt
+    later = polled_view(first.stamp, build, now=11 * minute, period=minute)
+    assert later.due
