@@ -31,7 +31,8 @@ JSON_TIMES = frozenset({"received_at", "started_at"})
 _SQLITE_EXECUTE = sqlite3.Cursor.execute
 
 
-@functools.cache
+# Bounded: the SQL texts are ours, but IN lists of every length make them many.
+@functools.lru_cache(maxsize=1024)
 def _qmark(sql: str) -> str:
     """Our SQL in sqlite3's placeholder style (it holds no literal %)."""
     return sql.replace("%s", "?")

@@ -57,14 +57,22 @@ class RecentRecords:
     completes in the next; the generator finishes each Work one transaction after
     starting it). Exact whatever happened in between, since the text is read from
     the database each time and equal text decodes to an equal record; only records
-    ``codec.canonical`` lets callers share are kept. Bounded: two generations of at
-    most ``LIMIT`` texts per class, so memory follows recent activity only."""
+    ``codec.canonical`` lets callers share are kept.
+
+    Bounded, so memory follows recent activity only: two generations, each of at
+    most ``LIMIT`` records and ``BYTES`` characters of their texts (a record holds
+    about as much again as its text), so the whole cache holds at most 16,384
+    records and 16 MiB of text whatever the records' size; a text longer than
+    ``LARGEST`` is never kept (decoding it is cheap next to reading it)."""
 
     LIMIT = 8192
+    BYTES = 8 * 1024 * 1024
+    LARGEST = 64 * 1024
 
     def __init__(self) -> None:
         self._young: dict[tuple[type[Any], str], Any] = {}
         self._old: dict[tuple[type[Any], str], Any] = {}
+        self._young_bytes = 0
 
     def decode[T](self, cls: type[T], text: str) -> T:
         key = (cls, text)
@@ -75,11 +83,20 @@ class RecentRecords:
         return record
 
     def remember(self, cls: type[Any], text: str, record: Any) -> None:
-        if codec.shareable_check(cls) is None:
+        if len(text) > self.LARGEST or codec.shareable_check(cls) is None:
             return
-        if len(self._young) >= self.LIMIT:
+        if len(self._young) >= self.LIMIT or self._young_bytes + len(text) > self.BYTES:
             self._old, self._young = self._young, {}
+            self._young_bytes = 0
         self._young[(cls, text)] = record
+        self._young_bytes += len(text)
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def text_size(self) -> int:
+        """Characters of text held (both generations): what the caps bound."""
+        return sum(len(text) for _, text in (*self._young, *self._old))
 
 
 RECENT = RecentRecords()
