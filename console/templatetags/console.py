@@ -144,9 +144,10 @@ def get(mapping: dict[str, Any], key: str) -> Any:
 
 
 @register.simple_tag(takes_context=True)
-def poll_attrs(context: template.Context, stamp: str) -> SafeString:
+def poll_attrs(context: template.Context, stamp: str, calm: bool = False) -> SafeString:
     """The attributes that make a region poll its own URL with the last stamp it saw.
-    No polling when the interval picker says "off"."""
+    No polling when the interval picker says "off". ``calm``: a list newest first,
+    which console.js keeps still when new rows arrive above ("N new, show")."""
     request: HttpRequest = context["request"]
     seconds = poll_seconds(request)
     if not seconds:
@@ -155,8 +156,9 @@ def poll_attrs(context: template.Context, stamp: str) -> SafeString:
     params.append(("stamp", stamp))
     url = f"{request.path}?{urlencode(params)}"
     return format_html(
-        'data-poll data-stamp="{}" hx-get="{}" hx-trigger="every {}s, consolewake" '
+        'data-poll{} data-stamp="{}" hx-get="{}" hx-trigger="every {}s, consolewake" '
         'hx-swap="outerHTML"',
+        " data-calm" if calm else "",
         stamp,
         url,
         seconds,

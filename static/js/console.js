@@ -335,7 +335,7 @@
   setInterval(function () { tick(); status(); }, 1000);
   setInterval(ages, 5000);
 
-  /* ---- Polling stamps (helper "poll") ----
+  /* ---- Polling stamps and calm live lists (helper "poll") ----
      A region's stamp goes back in the X-Console-Stamp header, and a 204 ("your
      region did not change") brings the stamp as it is now: kept on the region, it
      lets the next poll take the server's cheapest path (nothing committed since). */
@@ -351,7 +351,97 @@
     var stamp = xhr.getResponseHeader("X-Console-Stamp");
     if (stamp) elt.dataset.stamp = stamp;
   });
-  /* ---- end of polling stamps ---- */
+
+  /* Calm live lists. A region marked data-calm (the Work list, the Events list) does
+     not shift under its reader: when a poll brings rows above the first row shown
+     that were not shown before, the list stays as it is and a button says "N new,
+     show"; clicking it asks for the region again and lets that answer swap in. While
+     the pointer is over the rows, an answer that would move them is not swapped (the
+     next poll brings it again). Selected rows already pause the polls. Without this
+     script nothing polls: the page is as the server rendered it. */
+  function rowKey(tr) {
+    if (tr.dataset.row) return tr.dataset.row;
+    var link = tr.querySelector("a[href]");
+    return link ? link.getAttribute("href") : "";
+  }
+
+  function rowKeys(root) {
+    var keys = [];
+    root.querySelectorAll("tbody > tr").forEach(function (tr) {
+      if (tr.hasAttribute("data-inline-confirm")) return;
+      var key = rowKey(tr);
+      if (key) keys.push(key);
+    });
+    return keys;
+  }
+
+  /* Rows of ``fresh`` that are not in ``shown`` and come before the first row of
+     ``shown`` that ``fresh`` still has (all of them when it has none). */
+  function newAbove(shown, fresh) {
+    var seen = {};
+    shown.forEach(function (k) { seen[k] = true; });
+    var n = 0;
+    for (var i = 0; i < fresh.length; i++) {
+      if (seen[fresh[i]]) break;
+      n += 1;
+    }
+    return n;
+  }
+
+  function calmButton(region, n) {
+    var bar = region.querySelector("[data-calm-bar]");
+    if (!bar) {
+      bar = document.createElement("div");
+      bar.className = "calm-bar";
+      bar.setAttribute("data-calm-bar", "");
+      bar.setAttribute("role", "status");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary calm-new";
+      button.setAttribute("data-calm-reveal", "");
+      bar.appendChild(button);
+      var table = region.querySelector("table");
+      var anchor = table ? (table.closest(".table-wrap") || table) : region.firstElementChild;
+      anchor.parentNode.insertBefore(bar, anchor);
+    }
+    bar.querySelector("button").textContent = n + " new, show";
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var region = evt.detail.elt, xhr = evt.detail.xhr;
+    if (!isPoll(evt) || !region || !region.hasAttribute || !region.hasAttribute("data-calm")) return;
+    if (!xhr || xhr.status !== 200 || !evt.detail.shouldSwap) return;
+    if (region.dataset.reveal) return;  // the operator asked for it: swap
+    var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
+    var incoming = doc.body.firstElementChild;
+    if (!incoming) return;
+    var shown = rowKeys(region), fresh = rowKeys(incoming);
+    var n = shown.length ? newAbove(shown, fresh) : 0;
+    if (n) {
+      evt.detail.shouldSwap = false;
+      // The stamp of what is on screen, for "show"; the region now knows the server's.
+      if (!region.dataset.shownStamp) region.dataset.shownStamp = region.dataset.stamp || "";
+      if (incoming.dataset.stamp) region.dataset.stamp = incoming.dataset.stamp;
+      calmButton(region, n);
+      return;
+    }
+    var hovered = region.querySelector("tbody:hover");
+    if (hovered && shown.join("\n") !== fresh.slice(0, shown.length).join("\n")) {
+      evt.detail.shouldSwap = false;  // rows under the pointer never move
+    }
+  });
+
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest && evt.target.closest("[data-calm-reveal]");
+    if (!button || !window.htmx) return;
+    var region = button.closest("[data-calm]");
+    if (!region) return;
+    if (region.dataset.shownStamp !== undefined) region.dataset.stamp = region.dataset.shownStamp;
+    region.dataset.reveal = "1";
+    button.disabled = true;
+    window.htmx.trigger(region, "consolewake");
+  });
+  /* ---- end of polling stamps and calm lists ---- */
 })();
 
 /* ---------------------------------------------------------------- routed-run controls (ractions)

@@ -1,0 +1,56 @@
+"""Calm live lists in Chromium: a poll that brings a new row above the first one shown
+leaves the list still and says "1 new, show"; the button brings it in; a 204 renews
+the stamp the next poll sends."""
+
+import os
+
+import pytest
+
+from tests.console import factories as f
+from tests.console import test_browser
+from tests.console.test_browser import sign_in
+
+browser_page = test_browser.browser_page
+console_errors = test_browser.console_errors
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, databases=["default", "view"]),
+]
+
+
+def is_poll(response) -> bool:
+    return "stamp=" in response.url
+
+
+def test_a_new_row_waits_above_a_still_list_until_shown(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    for name in ("w1", "w2", "w3"):
+        f.work(name)
+    sign_in(page, live_server, "/")
+    page.select_option("#poll-every", "2")
+    page.wait_for_selector("#workspace[data-calm][hx-trigger='every 2s, consolewake']")
+    page.mouse.move(0, 0)  # not over the rows: that alone would hold a swap back
+    first = page.locator("#workspace tbody tr td.id a").first
+    expect(first).to_have_text("w3")
+
+    # A change elsewhere: the poll answers 204 and brings the stamp as it is now.
+    with page.expect_response(lambda r: is_poll(r) and r.status == 204, timeout=15_000) as got:
+        f.transact(lambda tx: tx.kv_put("test", "note", b"nothing a page shows"))
+    renewed = got.value.headers["x-console-stamp"]
+    expect(page.locator("#workspace")).to_have_attribute("data-stamp", renewed)
+
+    with page.expect_response(lambda r: is_poll(r) and r.status == 200, timeout=15_000):
+        f.work("w4")
+    reveal = page.locator("#workspace [data-calm-reveal]")
+    expect(reveal).to_have_text("1 new, show")
+    expect(first).to_have_text("w3")  # the list did not move
+
+    reveal.click()
+    expect(first).to_have_text("w4")
+    expect(page.locator("#workspace [data-calm-reveal]")).to_have_count(0)
+    assert console_errors == []
