@@ -48,7 +48,7 @@ def setup() -> dict[str, Any]:
     user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-pass")
     client = Client()
     client.force_login(user)
-    works, finished, live = view(
+    works, finished, live, total = view(
         default_store(),
         None,
         lambda tx: (
@@ -56,6 +56,7 @@ def setup() -> dict[str, Any]:
             + [w.id for w in tx.live_works()[:100]],
             [w.id for w in tx.query_works(WorkQuery(states=(WorkState.COMPLETED,), limit=2))],
             [w.id for w in tx.live_works()[:2]],
+            tx.count_works(WorkQuery()),
         ),
     )
     name = settings.SESSION_COOKIE_NAME
@@ -64,6 +65,7 @@ def setup() -> dict[str, Any]:
         "works": works,
         "finished": finished,
         "live": live,
+        "total": total,
         # The settled list's bound: history before the run (ISO, as a URL takes it).
         "until": datetime.now(UTC).isoformat(),
     }
@@ -274,13 +276,14 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
     )
     ws.discard(data)
     rate = (v1 - v0) / (t1 - t0)
-    section = _section(sizes, clients, warm, rss, locked, tracebacks, summary, rate)
+    section = _section(sizes, info["total"], clients, warm, rss, locked, tracebacks, summary, rate)
     polls.report(section, pollers, POLL_EVERY)
     return section
 
 
 def _section(
     sizes: Sizes,
+    works: int,
     clients: list[Client],
     warm: list[Client],
     rss: dict[int, float],
@@ -294,7 +297,7 @@ def _section(
     section = Section(
         "5",
         "Under load",
-        f"The small history. gunicorn (`conduit.wsgi`, 2 gthread workers x 4 threads, "
+        f"{works:,} Work of history. gunicorn (`conduit.wsgi`, 2 gthread workers x 4 threads, "
         f"whitenoise, DEBUG off) on 127.0.0.1 at a free port; `manage.py simulate --rate "
         f"{sizes.sim_rate:g}` committing beside it; {sizes.load_clients} client threads "
         "(http.client, keep-alive, loopback only), signed in, alternating the Work list "

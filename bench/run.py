@@ -54,6 +54,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("BENCH_PG", "1").strip() not in ("0", "false", "no", "off"),
     )
     parser.add_argument("--keep", action="store_true", default=_flag("BENCH_KEEP"))
+    parser.add_argument(
+        "--load-history",
+        choices=("small", "large"),
+        default=os.environ.get("BENCH_LOAD_HISTORY", "small"),
+        help="the history benchmark 5 runs on (large: worker memory at scale)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -119,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         attempt("2", benchmark_2)
         attempt("3", lambda: worklist.run(ws, history_of("large"), sizes))
         attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
-        attempt("5", lambda: load.run(ws, history_of("small"), sizes))
+        attempt("5", lambda: load.run(ws, history_of(args.load_history), sizes))
         attempt("6", lambda: routed.run(ws, sizes, pg))
         attempt(
             "7",
