@@ -33,6 +33,7 @@ GUNICORN = str(Path(PYTHON).parent / "gunicorn")
 HOST = "127.0.0.1"  # loopback only
 MAX_REQUESTS = 200_000  # per client: a bound even if the deadline logic failed
 POLL_EVERY = 1.0  # seconds between one poll client's rounds of its regions
+POLL_ROUNDS = 3  # the poll phase lasts this many times the load phase: enough polls
 LOCKED = re.compile(r"database is locked", re.IGNORECASE)
 
 
@@ -213,7 +214,8 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
     simulate: subprocess.Popen[bytes] | None = None
     procs: list[subprocess.Popen[bytes]] = [gunicorn]
     watchdog = threading.Timer(
-        180 + 3 * sizes.load_seconds, lambda: [p.kill() for p in procs if p.poll() is None]
+        180 + 3 * sizes.load_seconds * (1 + POLL_ROUNDS),
+        lambda: [p.kill() for p in procs if p.poll() is None],
     )
     watchdog.start()
     try:
@@ -226,7 +228,7 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
                 "--rate",
                 str(sizes.sim_rate),
                 "--duration",
-                str(sizes.load_seconds + 60),
+                str(sizes.load_seconds * (1 + POLL_ROUNDS) + 60),
                 "--seed",
                 "7",
             ],
@@ -252,13 +254,14 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
         v0, t0 = _store_version(data), time.monotonic()
         clients = _drive(port, info["cookie"], ordered, sizes.load_clients, sizes.load_seconds)
         v1, t1 = _store_version(data), time.monotonic()
-        # Half the clients poll: an open tab per client would only queue them.
+        # A quarter of the clients poll, for longer: an open tab per client would only
+        # queue them, and a short phase would sample a few polls per region.
         pollers = polls.drive(
             port,
             info["cookie"],
             info,
-            max(1, sizes.load_clients // 2),
-            sizes.load_seconds,
+            max(1, sizes.load_clients // 4),
+            POLL_ROUNDS * sizes.load_seconds,
             POLL_EVERY,
         )
         workers = _children(gunicorn.pid)
