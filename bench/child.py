@@ -12,7 +12,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import history, load, readers, routed, routed_files, selection, throughput, triage, worklist
+from . import (
+    history,
+    load,
+    readers,
+    routed,
+    routed_files,
+    routed_pages,
+    selection,
+    throughput,
+    triage,
+    worklist,
+)
 
 # Tasks that must not load Django: the plain-driver baselines of benchmark 1.
 PLAIN: dict[str, Callable[..., Any]] = {
@@ -32,6 +43,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "routed.measure": routed.measure,
     "triage.measure": triage.measure,
     "routed_files.measure": routed_files.measure,
+    "routed_pages.measure": routed_pages.measure,
 }
 
 

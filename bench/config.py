@@ -21,6 +21,7 @@ class Sizes:
     load_clients: int = 8
     sim_rate: float = 10.0  # simulate ticks per second during benchmark 5
     bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap is 10,000)
+    routed_workflows: int = 10_000  # benchmark 9: workflows, and Work in its history
 
     @property
     def prepared(self) -> int:
@@ -52,6 +53,7 @@ FULL = Sizes(
     page_reps=7,
     hold=2.0,
     load_seconds=30.0,
+    routed_workflows=100_000,
 )
 # The smoke test: every code path, in seconds.
 TOY = Sizes(
@@ -67,4 +69,5 @@ TOY = Sizes(
     load_seconds=1.5,
     sim_rate=5.0,
     bulk=30,
+    routed_workflows=300,
 )

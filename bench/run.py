@@ -19,13 +19,24 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import history, load, readers, routed, routed_files, selection, throughput, triage, worklist
+from . import (
+    history,
+    load,
+    readers,
+    routed,
+    routed_files,
+    routed_pages,
+    selection,
+    throughput,
+    triage,
+    worklist,
+)
 from .config import FULL, QUICK, TOY, Sizes
 from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5", "6", "7", "8")
+ALL = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
@@ -35,6 +46,7 @@ TITLES = {
     "6": "Routed runs: admission and control",
     "7": "Triage: exhausted Work, error groups, bulk retry",
     "8": "Routed runs: journal appends and artifact accepts",
+    "9": "Routed runs: the Workflows list and the workflow page",
 }
 
 
@@ -46,7 +58,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,2,3,4,5,6,7,8)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,...,9)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -104,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 pg_status = pg.describe()
             log(f"PostgreSQL: {pg_status}")
         manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
-        if only & {"2", "3", "4", "5", "7"}:
+        if only & {"2", "3", "4", "5", "7", "9"}:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
             seed = history.seed(ws, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
@@ -116,8 +128,15 @@ def main(argv: list[str] | None = None) -> int:
             return section
 
         def history_of(key: str) -> DataDir:
+            if key == "routed":  # benchmark 9: as many Work as workflows
+                if sizes.routed_workflows == sizes.small:
+                    return history_of("small")
+                if sizes.routed_workflows == sizes.large:
+                    return history_of("large")
             if key not in built:
-                works = sizes.small if key == "small" else sizes.large
+                works = {"small": sizes.small, "large": sizes.large}.get(
+                    key, sizes.routed_workflows
+                )
                 log(f"history: {works:,} Work")
                 built[key] = history.amplify(ws, seed, works, f"history-{key}")
             return built[key]
@@ -132,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda: triage.run(ws, {key: history_of(key) for key in ("small", "large")}, sizes),
         )
         attempt("8", lambda: routed_files.run(ws, sizes, pg))
+        attempt("9", lambda: routed_pages.run(ws, history_of("routed"), sizes))
     finally:
         if pg is not None:
             pg.close()

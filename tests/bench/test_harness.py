@@ -19,6 +19,7 @@ SECTIONS = (
     "## 6. Routed runs: admission and control",
     "## 7. Triage: exhausted Work, error groups, bulk retry",
     "## 8. Routed runs: journal appends and artifact accepts",
+    "## 9. Routed runs: the Workflows list and the workflow page",
 )
 
 
