@@ -96,7 +96,7 @@ def _seed_workflows() -> dict[str, str]:
         created = routed.create_attempt(
             AttemptRecord(AttemptID.new(), receipt.run_id, receipt.workflow_id, 1)
         )
-        attempt = routed.claim_attempt(created.record.attempt_id, created.generation, 600_000)
+        attempt = routed.claim_attempt(created.record.attempt_id, created.generation, 60_000)
         if i % 3 == 1:  # failed with a reason
             lease = attempt.record.lease
             if lease is None:
