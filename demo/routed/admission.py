@@ -51,9 +51,11 @@ class Admissions:
         """A few admissions while fewer than ``catalog.MAX_LIVE`` workflows are live:
         a burst on the first tick of a fresh store, so runs are there at once."""
         fresh = first_tick and not self.routed.list_invocations()
-        # At most one a tick after the burst: at a mean of 0.08 a Poisson draw is one
-        # or none all but 0.3% of the time anyway.
-        count = catalog.BURST if fresh else int(self.rng.random() < catalog.ADMIT_MEAN)
+        # The mean's whole part every tick and its fraction as a chance: at the
+        # default 0.15 a Poisson draw would be one or none 99% of the time anyway.
+        mean = catalog.ADMIT_MEAN
+        count = int(mean) + int(self.rng.random() < mean - int(mean))
+        count = catalog.BURST if fresh else count
         for _ in range(count):
             if len(live) >= catalog.MAX_LIVE:
                 return

@@ -28,7 +28,7 @@ PUBLISHER = "sim:release-bot"
 # so `make run` left for hours keeps a shift's worth of live runs.
 MAX_LIVE = 10
 BURST = 5  # admissions on the first tick of a fresh store
-ADMIT_MEAN = 0.08  # mean admissions per tick afterwards (while under MAX_LIVE)
+ADMIT_MEAN = 0.15  # admissions per tick afterwards (while under MAX_LIVE): about 5 live
 REPLAY_SHARE = 0.12  # of admissions: a caller resends an earlier request (same key)
 CONFLICT_SHARE = 0.06  # of admissions: an earlier key with another input (refused)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from storage.routed.enums import AttemptStatus, NodeStatus, WorkflowStatus
+from storage.routed.enums import AttemptStatus, NodeStatus, RecoveryDisposition, WorkflowStatus
 from storage.routed.envelope import TimeEnvelope
 from storage.routed.errors import RoutedNotFound
 from storage.routed.ids import ChildBatchID, RunID, WorkflowID
@@ -125,3 +125,29 @@ def read(rules: RoutedRules, workflow_id: WorkflowID) -> Seen:
 def node_waits(node: PipelineNode) -> bool:
     """A stage not launched yet (its launch intent, or its handoff, still to come)."""
     return node.status in (NodeStatus.PENDING, NodeStatus.READY)
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A live workflow in the tick's one overview read."""
+
+    wf: Stored[WorkflowRecord]
+    order: tuple[int, str]  # admission time, intent digest: never the store's random IDs
+    waits_for_operator: bool  # its top-level run's last attempt failed for an operator
+
+
+def overview(rules: RoutedRules, workflow_ids: set[WorkflowID]) -> list[Brief]:
+    """The live workflows in a fixed order, read in one snapshot per tick."""
+    out = []
+    for workflow_id in workflow_ids:
+        wf = rules.get_workflow(workflow_id)
+        receipt = rules.get_invocation(wf.record.invocation_id)
+        attempts = rules.list_attempts(receipt.run_id)
+        last = max(attempts, key=lambda a: a.record.attempt_number).record if attempts else None
+        waits = (
+            last is not None
+            and last.status is AttemptStatus.FAILED
+            and last.recovery_disposition is RecoveryDisposition.NEEDS_REPLAN
+        )
+        out.append(Brief(wf, (wf.record.created_at, receipt.invocation_intent_digest), waits))
+    return sorted(out, key=lambda b: b.order)

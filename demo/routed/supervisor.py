@@ -69,7 +69,7 @@ from storage.routed.transitions import is_terminal
 
 from . import catalog, moves, worker
 from .admission import Admissions
-from .reading import RECOVERED, Seen, read
+from .reading import RECOVERED, Seen, overview, read
 from .teammate import Teammate
 
 log = logging.getLogger("demo.simulate")
@@ -209,23 +209,17 @@ class Supervisor:
         elif self.ticks % SCAN_EVERY == 0:
             self._scan()
         self.admissions.admit_some(self.ticks == 1, self.live)
-        ordered = [w for _, w in sorted(self._order(w) for w in self.live)]
-        self.live |= self.teammate.tick(self.ticks, now, ordered)
-        for workflow_id in ordered:
+        briefs = self.routed.view(lambda r: overview(r, self.live))
+        self.live |= self.teammate.tick(self.ticks, now, briefs)
+        for brief in briefs:
+            workflow_id = brief.wf.record.workflow_id
             if self.next_at.get(workflow_id, 0) > now or workflow_id not in self.live:
                 continue
             self.advance(workflow_id, now)
             low, high = catalog.STEP_SECONDS
-            self.next_at[workflow_id] = now + int(self.rng.uniform(low, high) * NS_PER_S)
-
-    def _order(self, workflow_id: WorkflowID) -> tuple[tuple[int, str], WorkflowID]:
-        """By admission time, then intent digest: not by the store's random IDs."""
-
-        def key(r: RoutedRules) -> tuple[int, str]:
-            wf = r.get_workflow(workflow_id).record
-            return wf.created_at, r.get_invocation(wf.invocation_id).invocation_intent_digest
-
-        return self.routed.view(key), workflow_id
+            delay = int(self.rng.uniform(low, high) * NS_PER_S)
+            if workflow_id in self.live:  # an ended one is forgotten (advance let it go)
+                self.next_at[workflow_id] = now + delay
 
     # -- one workflow -----------------------------------------------------------------------
     def advance(self, workflow_id: WorkflowID, now: Nanos | None = None) -> str:
@@ -417,7 +411,9 @@ class Supervisor:
             self.failed(f"renew {a.attempt_id}", exc)
             return "fenced"
         first = a.attempt_number == 1 and run_id not in seen.recovered
-        trouble = first and done + 1 == plan.trouble_at and run.run_kind != "child"
+        trouble = first and done + 1 == plan.trouble_at
+        if plan.fate == "operator" and run_id != seen.receipt.run_id:
+            trouble = False  # an operator's continue reaches the top-level run only
         if trouble and plan.fate == "stall":
             self.held.pop(a.attempt_id, None)  # the worker hangs: no more renewals
             self._heartbeat(

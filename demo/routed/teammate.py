@@ -20,10 +20,8 @@ from collections.abc import Callable
 
 from storage import StorageError
 from storage.routed.enums import (
-    AttemptStatus,
     AuthorityScope,
     ControlCommand,
-    RecoveryDisposition,
     WorkflowStatus,
 )
 from storage.routed.ids import ControlRequestID, LimitAmendmentID, WorkflowID
@@ -32,13 +30,14 @@ from storage.routed.store import RoutedStore
 from storage.routed.transitions import is_terminal
 
 from . import catalog
+from .reading import Brief
 
 ACTOR = "teammate:sim"
 PAUSE_EVERY = 24  # ticks between two pauses
 RESUME_AFTER_S = 12  # a pause lasts this long (simulated seconds)
-CANCEL_EVERY = 70
+CANCEL_EVERY = 160
 RESTART_EVERY = 45
-AMEND_EVERY = 16
+AMEND_EVERY = 40  # rarely enough that some tight ceilings run out first
 AMENDED_SPEND = "1.50"
 NS_PER_S = 1_000_000_000
 
@@ -61,19 +60,29 @@ class Teammate:
         self.restarted: set[WorkflowID] = set()  # sources we restarted
         self.waiting: dict[WorkflowID, int] = {}  # runs waiting for a continue, since tick
 
-    def tick(self, tick: int, now: Nanos, live: list[WorkflowID]) -> set[WorkflowID]:
+    def tick(self, tick: int, now: Nanos, briefs: list[Brief]) -> set[WorkflowID]:
         """This tick's operator actions over the live workflows (in the supervisor's
         fixed order); returns the workflows it created (restarts)."""
-        workflows = [self.routed.get_workflow(w) for w in live]
+        workflows = [b.wf for b in briefs]
+        live = {b.wf.record.workflow_id for b in briefs}
+        waiting = {b.wf.record.workflow_id for b in briefs if b.waits_for_operator}
+        # What ended meanwhile (by anyone's hand) is forgotten: bounded by the live set.
+        self.paused = {w: t for w, t in self.paused.items() if w in live}
+        self.waiting = {w: t for w, t in self.waiting.items() if w in live}
         created: set[WorkflowID] = set()
         for wf in workflows:
             wf_id = wf.record.workflow_id
             asked = self.paused.get(wf_id)
             if asked is not None and now - asked >= RESUME_AFTER_S * NS_PER_S:
-                if wf.record.status in (WorkflowStatus.PAUSED, WorkflowStatus.PAUSE_REQUESTED):
-                    self._control(wf, ControlCommand.RESUME)
-                self.paused.pop(wf_id, None)
-            if self._waits_for_operator(wf_id):
+                pausing = wf.record.status in (
+                    WorkflowStatus.PAUSED,
+                    WorkflowStatus.PAUSE_REQUESTED,
+                )
+                # Kept until a resume is recorded: a refused one (a stale generation) is
+                # asked again next tick.
+                if not pausing or self._control(wf, ControlCommand.RESUME):
+                    self.paused.pop(wf_id, None)
+            if wf_id in waiting:
                 since = self.waiting.setdefault(wf_id, tick)
                 if tick - since >= catalog.OPERATOR_WAIT_TICKS:
                     self._control(wf, ControlCommand.CONTINUE)
@@ -92,23 +101,6 @@ class Teammate:
         if tick % RESTART_EVERY == 0 and len(live) < catalog.MAX_LIVE:
             created |= self._restart_one()
         return created
-
-    def _waits_for_operator(self, workflow_id: WorkflowID) -> bool:
-        """The top-level run's last attempt failed for an operator to decide."""
-        try:
-            run_id = self.routed.view(
-                lambda r: r.get_invocation(r.get_workflow(workflow_id).record.invocation_id)
-            ).run_id
-        except StorageError:
-            return False
-        attempts = self.routed.list_attempts(run_id)
-        if not attempts:
-            return False
-        last = max(attempts, key=lambda a: a.record.attempt_number).record
-        return (
-            last.status is AttemptStatus.FAILED
-            and last.recovery_disposition is RecoveryDisposition.NEEDS_REPLAN
-        )
 
     def _request(
         self, wf: Stored[WorkflowRecord], command: ControlCommand, target: str | None = None
