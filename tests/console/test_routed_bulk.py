@@ -63,7 +63,7 @@ def test_bulk_refuses_actions_it_does_not_offer():
         )
 
 
-def test_the_bulk_page_confirms_the_filter_then_cancels_it(django_user_model):
+def test_the_bulk_page_confirms_the_filter_and_acts_on_what_can_move(django_user_model):
     running = [rc.running(f"k{i}")[0].receipt.workflow_id for i in range(2)]
     pending = rc.admitted("k-pending").receipt.workflow_id
     user = django_user_model.objects.create_user(username="carol", password="pw")
@@ -71,17 +71,24 @@ def test_the_bulk_page_confirms_the_filter_then_cancels_it(django_user_model):
     client = Client()
     client.force_login(user)
 
-    page = client.get("/routed/actions/bulk", {"do": "cancel", "status": "RUNNING"})
+    page = client.get("/routed/actions/bulk", {"do": "pause"})
     assert page.status_code == 200
-    assert b"data-matched>2<" in page.content
+    assert b"data-matched>3<" in page.content  # every workflow ...
+    assert b"data-eligible>2<" in page.content  # ... of which the running can pause
     done = client.post(
         "/routed/actions/bulk",
-        {"do": "cancel", "filter": "status=RUNNING", "reason": "drain", "token": new_token()},
+        {"do": "pause", "filter": "", "reason": "drain", "token": new_token()},
     )
 
     assert b"2 done, 0 skipped" in done.content
-    assert all(status_of(wf) is WorkflowStatus.CANCELLED for wf in running)
+    assert all(status_of(wf) is WorkflowStatus.PAUSE_REQUESTED for wf in running)
     assert status_of(pending) is WorkflowStatus.PENDING
+    cancelled = client.post(
+        "/routed/actions/bulk",
+        {"do": "cancel", "filter": "status=PENDING", "reason": "drain", "token": new_token()},
+    )
+    assert b"1 done, 0 skipped" in cancelled.content
+    assert status_of(pending) is WorkflowStatus.CANCELLED
 
 
 def test_bulk_is_refused_to_a_viewer_and_bad_input_is_400(django_user_model):
