@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from storage.routed.enums import AttemptStatus, NodeStatus, RecoveryDisposition, WorkflowStatus
 from storage.routed.envelope import TimeEnvelope
 from storage.routed.errors import RoutedNotFound
-from storage.routed.ids import ChildBatchID, RunID, WorkflowID
+from storage.routed.ids import AttemptID, ChildBatchID, RunID, WorkflowID
 from storage.routed.records import (
     AttemptRecord,
     ChildBatch,
@@ -25,6 +25,7 @@ from storage.routed.transitions import ATTEMPT_TRANSITIONS, is_terminal
 
 LIVE_ATTEMPT = frozenset(s for s, nxt in ATTEMPT_TRANSITIONS.items() if nxt)
 RECOVERED = "lease expired; recovered under a new lease"  # a run ledger entry
+HUNG = "waiting on a slow tool"  # the last heartbeat of a worker that hangs (a stall)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Seen:
     results: dict[ChildBatchID, list[ChildResult]]
     done: dict[RunID, int]  # steps done: the latest safe checkpoint of the run's attempts
     recovered: set[RunID] = field(default_factory=set)  # runs whose lease was recovered once
+    hung: set[AttemptID] = field(default_factory=set)  # running, its worker hanging
     restarted: bool = False
 
     @property
@@ -93,6 +95,12 @@ def read(rules: RoutedRules, workflow_id: WorkflowID) -> Seen:
             done[run_id] = len(cp.completed_work)
             break
     batches = rules.list_child_batches(workflow_id)
+    running = [
+        a
+        for listed in attempts.values()
+        for a in listed
+        if a.record.status is AttemptStatus.RUNNING
+    ]
     try:
         rules.get_restart_provenance(workflow_id)
         restarted = True
@@ -119,7 +127,15 @@ def read(rules: RoutedRules, workflow_id: WorkflowID) -> Seen:
             if any(e.entry == RECOVERED for e in rules.list_ledger(run_id))
         },
         restarted=restarted,
+        hung={a.record.attempt_id for a in running if _last_phase(rules, a) == HUNG},
     )
+
+
+def _last_phase(rules: RoutedRules, attempt: Stored[AttemptRecord]) -> str:
+    try:
+        return rules.get_attempt_progress(attempt.record.attempt_id).last_phase
+    except RoutedNotFound:
+        return ""
 
 
 def node_waits(node: PipelineNode) -> bool:

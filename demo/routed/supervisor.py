@@ -69,7 +69,7 @@ from storage.routed.transitions import is_terminal
 
 from . import catalog, moves, worker
 from .admission import Admissions
-from .reading import RECOVERED, Seen, overview, read
+from .reading import HUNG, RECOVERED, Seen, overview, read
 from .teammate import Teammate
 
 log = logging.getLogger("demo.simulate")
@@ -345,11 +345,22 @@ class Supervisor:
         """The running attempt ends its step here: it stops (NEEDS_REPLAN, resumable
         from the checkpoint it just wrote), and in that transaction the store pauses
         the workflow and freezes the envelope. An attempt no worker of ours holds
-        stops once its lease has lapsed. Nothing running: report the boundary."""
+        stops once its lease has lapsed, but one whose worker hangs (our stall) never
+        reaches a boundary: the run fails PAUSE_BOUNDARY_UNAVAILABLE. Nothing running:
+        report the boundary."""
         waiting = False
         for stored in seen.running_attempts():
             attempt = stored.record
             lease = self.held.pop(attempt.attempt_id, None)
+            if lease is None and attempt.attempt_id in seen.hung:
+                wf = seen.wf
+                self.routed.apply_transition(
+                    wf.record.workflow_id,
+                    wf.generation,
+                    TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE,
+                    f"no-boundary-{wf.generation}",
+                )
+                return "no boundary"
             if lease is None:
                 expires = attempt.lease.expires_at if attempt.lease else 0
                 if now < expires + catalog.RECOVER_AFTER_MS * NS_PER_MS:
@@ -420,7 +431,7 @@ class Supervisor:
                 run_id,
                 a.attempt_id,
                 lease,
-                "waiting on a slow tool",
+                HUNG,
                 now,
             )
             return "stalled"

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from demo.routed import catalog, worker
+from demo.routed.reading import RECOVERED
 from storage.memory import MemoryStore
 from storage.routed.enums import (
     AttemptStatus,
@@ -239,3 +240,31 @@ def test_a_restarted_supervisor_reconciles_and_recovers_interrupted_attempts(tmp
     clock2.now = clock.now
     assert again.advance(wf_id, clock2.advance()) == "claimed"
     assert running_attempt(again, wf_id).attempt_number == 2
+
+
+def test_a_hung_worker_lets_its_lease_lapse_and_is_recovered_under_a_new_one(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("stall"))
+    drive(sup, clock, wf_id, lambda done: done == "stalled")
+    hung = running_attempt(sup, wf_id)
+    assert sup.advance(wf_id, clock.advance()) == "waiting"  # its lease still runs
+
+    clock.advance((catalog.LEASE_MS + catalog.RECOVER_AFTER_MS) * 1_000_000)
+    assert sup.advance(wf_id, clock.advance()) == "recovered"
+    again = running_attempt(sup, wf_id)
+    assert again.attempt_id == hung.attempt_id
+    assert again.lease.lease_id != hung.lease.lease_id
+    assert RECOVERED in [e.entry for e in sup.routed.list_ledger(hung.run_id)]
+    drive(sup, clock, wf_id, lambda done: done == "succeeded")
+
+
+def test_a_pause_of_a_hung_worker_finds_no_boundary_and_fails_the_run(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("stall"))
+    drive(sup, clock, wf_id, lambda done: done == "stalled")
+
+    control(sup.routed, wf_id, ControlCommand.PAUSE)
+    assert sup.advance(wf_id, clock.advance()) == "no boundary"
+    wf = sup.routed.get_workflow(wf_id).record
+    assert wf.status is WorkflowStatus.FAILED
+    assert wf.terminal_reason is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
