@@ -164,22 +164,31 @@ def _build(r: RoutedRules, wf_id: WorkflowID, now: int, stamp: str) -> WorkflowD
     record = wf.record
     env = _optional(r.get_time_envelope, wf_id)
     runs = r.list_runs(wf_id)
-    attempts: list[AttemptView] = []
-    for run in runs:
-        artifacts = r.list_artifacts(run.record.run_id)
-        for a in r.list_attempts(run.record.run_id):
-            mine = [m for m in artifacts if m.attempt_id == a.record.attempt_id]
-            progress = _optional(r.get_attempt_progress, a.record.attempt_id)
-            attempts.append(AttemptView(a, run.record, progress, mine))
+    run_ids = [s.record.run_id for s in runs]
+    run_by_id = {s.record.run_id: s.record for s in runs}
+    # One statement per table, whatever the number of runs, attempts and batches.
+    artifacts = r.artifacts_of_runs(run_ids)
+    progress = r.progress_of_runs(run_ids)
+    attempts = [
+        AttemptView(
+            a,
+            run_by_id.get(a.record.run_id),
+            progress.get(a.record.attempt_id),
+            [m for m in artifacts if m.attempt_id == a.record.attempt_id],
+        )
+        for a in r.attempts_of_runs(run_ids)
+    ]
     attempts.sort(key=lambda v: (v.record.created_at, v.record.attempt_number), reverse=True)
     results = {c.control_request_id: c for c in r.list_control_results(wf_id)}
     controls = [
         ControlEntry(q, results.get(q.control_request_id)) for q in r.list_control_requests(wf_id)
     ]
     controls.reverse()
+    stored_batches = r.list_child_batches(wf_id)
+    child_results = r.child_results_of([b.record.child_batch_id for b in stored_batches])
     batches = [
-        BatchView(b, r.list_child_results(b.record.child_batch_id))
-        for b in r.list_child_batches(wf_id)
+        BatchView(b, [c for c in child_results if c.child_batch_id == b.record.child_batch_id])
+        for b in stored_batches
     ]
     desired = _optional(r.get_desired_state, wf_id)
     detail = WorkflowDetail(

@@ -140,12 +140,20 @@ def test_a_tampered_artifact_and_journal_are_shown_as_such(as_bob):
 
 
 def test_the_workflow_page_reads_a_fixed_number_of_queries(as_bob):
-    admission, _attempt = rf.running()
-    url = reverse("routed_workflow", args=[admission.receipt.workflow_id])
+    admission, attempt = rf.running()
+    wf = admission.receipt.workflow_id
+    url = reverse("routed_workflow", args=[wf])
     as_bob.get(url)
     with CaptureQueriesContext(connections["view"]) as before:
         as_bob.get(url)
-    rf.control(admission.receipt.workflow_id, ControlCommand.PAUSE)
+    # More of everything the page lists: attempts, artifacts, batches and results, controls.
+    rf.artifact(attempt.record, "a.txt", b"a\n")
+    rf.end_attempt(attempt)
+    second = rf.claim(admission)
+    rf.artifact(second.record, "b.json", b"{}")
+    rf.child_batch(admission, results=2)
+    rf.child_batch(admission, results=1)
+    rf.control(wf, ControlCommand.PAUSE)
     with CaptureQueriesContext(connections["view"]) as after:
         as_bob.get(url)
     assert len(after.captured_queries) == len(before.captured_queries)

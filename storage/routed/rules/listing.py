@@ -10,6 +10,7 @@ previous page, selected by deployment (``parent``), status, kind and terminal re
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,13 +29,24 @@ from ..ids import (
     ServiceID,
     WorkflowID,
 )
-from ..records import DurableIdempotencyRecord, InvocationReceipt, Stored, WorkflowRecord
+from ..records import (
+    ArtifactMetadata,
+    AttemptProgress,
+    AttemptRecord,
+    ChildResult,
+    DurableIdempotencyRecord,
+    InvocationReceipt,
+    Stored,
+    WorkflowRecord,
+)
 from ..rows import RowFilter
 from ..transitions import is_terminal
 from .base import RulesBase, Spec
+from .progress import ARTIFACT, PROGRESS
 from .specs import (
     ATTEMPT,
     CHILD_BATCH,
+    CHILD_RESULT,
     DEPLOYMENT,
     ENVELOPE,
     HANDOFF,
@@ -48,6 +60,8 @@ from .specs import (
 )
 
 LIVE_WORKFLOW = tuple(s.name for s in WorkflowStatus if not is_terminal(s))
+# The most child rows (attempts, artifacts...) one workflow page reads per table.
+MAX_CHILDREN = 10_000
 # The alerts below look at no more than this many candidate rows (newest first); the
 # console says so when a tile reaches it.
 ALERT_SCAN = 2_000
@@ -211,6 +225,26 @@ class ListingRules(RulesBase):
         """Paused workflows last changed before ``before`` (ns): one statement."""
         paused = self._newest(WORKFLOW, (WorkflowStatus.PAUSED.name,))
         return [wf.workflow_id for wf in paused if wf.updated_at < before]
+
+    # -- a workflow page's records, one statement per table ---------------------------------
+    def _children(self, spec: Spec[Any], parents: Collection[str]) -> list[Any]:
+        # Asked even for no parents ("WHERE 1 = 0"): a page's statement count is then
+        # the same for every workflow.
+        rows = self.rows.page(spec.table, RowFilter(parents=parents), None, MAX_CHILDREN)
+        return [self._decode(spec, row) for row in reversed(rows)]  # insertion order
+
+    def attempts_of_runs(self, run_ids: Collection[str]) -> list[Stored[AttemptRecord]]:
+        return self._children(ATTEMPT, run_ids)
+
+    def artifacts_of_runs(self, run_ids: Collection[str]) -> list[ArtifactMetadata]:
+        return [s.record for s in self._children(ARTIFACT, run_ids)]
+
+    def progress_of_runs(self, run_ids: Collection[str]) -> dict[str, AttemptProgress]:
+        """Attempt ID -> its progress, for every attempt of ``run_ids``."""
+        return {s.record.attempt_id: s.record for s in self._children(PROGRESS, run_ids)}
+
+    def child_results_of(self, batch_ids: Collection[str]) -> list[ChildResult]:
+        return [s.record for s in self._children(CHILD_RESULT, batch_ids)]
 
     def restarted_from(self, workflow_id: WorkflowID) -> list[str]:
         """The workflows restarted from ``workflow_id`` (their provenance names it)."""

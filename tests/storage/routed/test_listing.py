@@ -141,3 +141,19 @@ def test_each_read_is_one_statement_on_the_orm(clock):
 
     assert routed_selects(page) == 1
     assert routed_selects(facets) == 4
+
+
+def test_a_workflows_children_are_read_by_their_runs_in_one_go(routed):
+    first, second = admit(routed, key="a"), admit(routed, key="b")
+    a1 = claimed(routed, first).record
+    b1 = claimed(routed, second).record
+    runs = [first.receipt.run_id]
+    assert [s.record.attempt_id for s in routed.view(lambda r: r.attempts_of_runs(runs))] == [
+        a1.attempt_id
+    ]
+    both = [first.receipt.run_id, second.receipt.run_id]
+    found = routed.view(lambda r: r.attempts_of_runs(both))
+    assert [s.record.attempt_id for s in found] == [a1.attempt_id, b1.attempt_id]
+    assert routed.view(lambda r: r.attempts_of_runs([])) == []
+    assert routed.view(lambda r: r.progress_of_runs(both)) == {}
+    assert routed.view(lambda r: r.child_results_of([])) == []
