@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from . import codec
 from .clock import wall_clock
+from .meaning import executions as executions_meaning
 from .meaning import ids as id_meaning
 from .meaning import series, tally, triage
 from .meaning.events import EventScan
@@ -27,6 +28,7 @@ from .records import (
     ErrorGroup,
     Event,
     Execution,
+    ExecutionQuery,
     Guard,
     IdKind,
     IdMatch,
@@ -132,6 +134,10 @@ class MemoryTx(BaseTx):
         wanted = set(work_ids)
         return [r for r in self._list(table) if r.work_id in wanted]
 
+    def _works_by_id(self, work_ids: Sequence[str]) -> list[Work]:
+        found = (self._get("work", id) for id in sorted(work_ids))
+        return [w for w in found if w is not None]
+
     def _timer_floor(self, timer_id: str) -> int:
         return self.state.timer_floor.get(timer_id, 0)
 
@@ -227,6 +233,11 @@ class MemoryTx(BaseTx):
 
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         return series.attempt_series(buckets, scope_ids, self._list("execution"), self._scope_of())
+
+    def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
+        work_of = {w.id: (w.kind, w.scope_id) for w in self._list("work")}
+        attempts = self._list("execution")
+        return executions_meaning.select_executions(query, attempts, work_of, self._now)
 
     def _started_executions(
         self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int

@@ -400,6 +400,42 @@ class WorkQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutionKey:
+    """Keyset cursor of an ExecutionQuery page: the last row's first claim and ID."""
+
+    started_at: Nanos
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionQuery:
+    """Selects attempts (the console's Executions page). Empty fields do not filter;
+    filters combine with AND. ``states``: any of these; ``kinds`` and ``scope_ids``:
+    of the attempt's Work (None: any Scope; "" stands for "no Scope");
+    ``work_id_prefix``: its Work's ID starts with exactly these characters;
+    ``expired``: only live attempts whose lease has expired at the transaction's now
+    (expiry is exclusive: ``lease_expires_at <= now``).
+
+    Order: the most recently first claimed first (``started_at`` descending, then ID
+    descending); attempts never claimed (``started_at`` 0) come last. ``after`` pages
+    strictly after a key taken from the previous page's last row (``key_of``);
+    ``limit`` 0 means no limit.
+    """
+
+    states: frozenset[ExecutionState] = frozenset()
+    kinds: frozenset[str] = frozenset()
+    scope_ids: frozenset[str] | None = None
+    work_id_prefix: str = ""
+    expired: bool = False
+    after: ExecutionKey | None = None
+    limit: int = 0
+
+    @staticmethod
+    def key_of(execution: Execution) -> ExecutionKey:
+        return ExecutionKey(execution.started_at, execution.id)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkFacets:
     """Counts per value of each facet dimension, under the query's full filter, so each
     dimension's counts sum to ``count_works`` for the same query. A Work without a

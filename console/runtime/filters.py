@@ -39,9 +39,11 @@ class StartedFilter:
 
 
 def parse_started_filter(data: QueryDict, now_ns: int | None = None) -> StartedFilter | None:
-    """None when the query names no history (the live attempts); ``since`` is needed
-    for one, so the range is always bounded."""
-    if not any(data.get(n, "") for n in ("within", *TIME_FILTERS)):
+    """None when the query names no time (the attempts list, ``ExecutionFilter``);
+    ``since`` is needed for a history, so the range is always bounded."""
+    # ``within`` alone narrows the attempts list (ExecutionFilter); with a time it is
+    # the history's Scope tree.
+    if not any(data.get(n, "") for n in TIME_FILTERS):
         return None
     errors: dict[str, str] = {}
     within = text("within", data.get("within", ""), errors)

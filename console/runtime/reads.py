@@ -7,18 +7,23 @@ from dataclasses import dataclass
 
 from console.attempts import attempt_label
 from console.polling import polled_view, read
+from console.runtime.execfilter import ExecutionFilter
 from console.runtime.filters import StartedFilter
 from console.scopes import subtree
 from storage import (
+    LIVE_EXECUTION_STATES,
     ArtifactRef,
     Buckets,
     Execution,
+    ExecutionKey,
+    ExecutionQuery,
     ExecutionState,
     NotFound,
     Scope,
     Timer,
     Tx,
     Wait,
+    Work,
     WorkQuery,
     WorkState,
 )
@@ -34,16 +39,47 @@ class Listing[T]:
     rows: list[T]
 
 
-def read_live_executions(seen: str = "") -> Listing[Execution] | None:
-    """Live attempts: expired leases first, then by lease expiry, pending last."""
+@dataclass(frozen=True, slots=True)
+class ExecutionRow:
+    """A row of the Executions page: the attempt and its Work's kind and Scope."""
 
-    def build(tx: Tx, stamp: str) -> Listing[Execution]:
-        def order(x: Execution) -> tuple[int, int, str]:
-            if x.lease_expires_at:
-                return (0 if x.lease_expires_at <= tx.now else 1, x.lease_expires_at, x.id)
-            return (2, x.created_at, x.id)
+    x: Execution
+    kind: str
+    scope_id: str
+    expired: bool  # live with a lease that has expired at the View's time
 
-        return Listing(tx.now, stamp, sorted(tx.live_executions(), key=order))
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPage:
+    now: int
+    stamp: str
+    rows: list[ExecutionRow]
+    next_key: ExecutionKey | None  # the cursor of the next page, when there is one
+
+
+def read_execution_page(
+    f: ExecutionFilter, after: ExecutionKey | None, seen: str = ""
+) -> ExecutionPage | None:
+    """A page of attempts in the filter's keyset order, each with its Work's kind and
+    Scope. Queries: the View and its stamp, the Scopes when ``within`` is set (1), the
+    page (1) and its Work (1, one read of the page's IDs), whatever the page size
+    (tests/console/test_executions_page.py pins the count)."""
+
+    def build(tx: Tx, stamp: str) -> ExecutionPage:
+        scope_ids = frozenset(subtree(tx.scopes(), f.within).ids) if f.within else None
+        found = tx.query_executions(f.query(scope_ids, after, f.size + 1))
+        has_next, found = len(found) > f.size, found[: f.size]
+        work_ids = sorted({x.work_id for x in found})
+        works = {w.id: w for w in tx.works_of(work_ids)} if work_ids else {}
+        rows = []
+        for x in found:
+            work = works.get(x.work_id)
+            expired = x.state in LIVE_EXECUTION_STATES and 0 < x.lease_expires_at <= tx.now
+            rows.append(
+                ExecutionRow(x, work.kind if work else "", work.scope_id if work else "", expired)
+            )
+        next_key = ExecutionQuery.key_of(found[-1]) if has_next and found else None
+        return ExecutionPage(tx.now, stamp, rows, next_key)
 
     return polled_view(seen, build)
 
@@ -85,21 +121,24 @@ class WaitItem:
 
     wait: Wait
     timeout: Timer | None
+    work: Work | None  # for its kind and Scope
 
 
 def read_active_waits(
     seen: str = "", older_ns: int = 0, now: int | None = None
 ) -> Listing[WaitItem] | None:
     """Active Waits, oldest first, each with its timeout Timer (all Timers are read
-    once rather than one query per Wait); with ``older_ns``, only those created at
-    least that long before the View's time."""
+    once rather than one query per Wait) and its Work (one read of their IDs); with
+    ``older_ns``, only those created at least that long before the View's time."""
 
     def build(tx: Tx, stamp: str) -> Listing[WaitItem]:
         waits = tx.active_waits()
         if older_ns:
             waits = [w for w in waits if w.created_at <= tx.now - older_ns]
         timers = {t.id: t for t in tx.timers()} if any(w.timeout_timer_id for w in waits) else {}
-        rows = [WaitItem(w, timers.get(w.timeout_timer_id)) for w in waits]
+        work_ids = sorted({w.work_id for w in waits})
+        works = {w.id: w for w in tx.works_of(work_ids)} if work_ids else {}
+        rows = [WaitItem(w, timers.get(w.timeout_timer_id), works.get(w.work_id)) for w in waits]
         rows.sort(key=lambda r: (r.wait.created_at, r.wait.id))
         return Listing(tx.now, stamp, rows)
 

@@ -9,16 +9,24 @@ from django.http import HttpResponse
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
+from console.runtime.execfilter import (
+    STATE_CHOICES,
+    format_execution_key,
+    parse_execution_cursor,
+    parse_execution_filter,
+)
 from console.runtime.filters import parse_older, parse_started_filter
 from console.runtime.reads import (
     read_active_waits,
-    read_live_executions,
+    read_execution_page,
     read_scopes,
     read_started_executions,
     read_timers,
 )
-from console.urlstate import FilterError
+from console.urlstate import PAGE_SIZES, FilterError
 from storage import WorkState
+
+TEMPLATE = "console/executions.html"
 
 
 def _listing(
@@ -32,20 +40,36 @@ def _listing(
 
 @page
 def executions(request: HtmxHttpRequest) -> HttpResponse:
-    """Live attempts; with ``since`` (and ``until``, ``within``) the attempts first
-    claimed in that range instead, which a dashboard's attempts chart links to."""
+    """Attempts, filtered in the URL and paged by keyset (live ones by default); with
+    ``since`` (and ``until``, ``within``) the attempts first claimed in that range
+    instead, which a dashboard's attempts chart links to."""
     try:
         started = parse_started_filter(request.GET)
+        if started is None:
+            f = parse_execution_filter(request.GET)
+            after = parse_execution_cursor(request.GET)
     except FilterError as exc:
         message = " ".join(exc.errors.values())
         return error_page(request, 400, "Invalid request", message)
-    if started is None:
-        listing = read_live_executions(seen_stamp(request))
-        return _listing(request, "console/executions.html", listing)
-    history = read_started_executions(started, seen_stamp(request))
-    return _listing(
-        request, "console/executions.html", history, started=started, chips=started.chips()
-    )
+    if started is not None:
+        history = read_started_executions(started, seen_stamp(request))
+        return _listing(request, TEMPLATE, history, started=started, chips=started.chips())
+    listing = read_execution_page(f, after, seen_stamp(request))
+    if listing is None:
+        return unchanged()
+    nxt = listing.next_key
+    context = {
+        "page": listing,
+        "filter": f,
+        "chips": f.chips(),
+        "state_choices": STATE_CHOICES,
+        "sizes": PAGE_SIZES,
+        # Later pages shift as attempts start: only the first one polls.
+        "live": after is None,
+        "older_url": f.querystring([("after", format_execution_key(nxt))]) if nxt else "",
+        "newest_url": f.querystring() if after else "",
+    }
+    return render_region(request, TEMPLATE, "live", context)
 
 
 @page

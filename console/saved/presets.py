@@ -60,8 +60,8 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         "expired-leases",
         "Expired leases",
-        "Live attempts, expired leases first",
-        _page("executions", ""),
+        "Live attempts whose lease has expired",
+        _page("executions", "?expired=1"),
     ),
     Preset(
         "waits-1h",

@@ -24,10 +24,12 @@ from ..meaning.series import series_states
 from ..meaning.tally import TallyKey
 from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
 from ..records import (
+    LIVE_EXECUTION_STATES,
     Buckets,
     ErrorGroup,
     Event,
     Execution,
+    ExecutionQuery,
     IdKind,
     IdMatch,
     Nanos,
@@ -48,6 +50,9 @@ from .dialect import Dialect
 # The Scope of a Timer (alias t): its Work's, by a primary-key probe ("" for none).
 # Only the overdue Timers are probed, which are few whatever the history.
 _TIMER_SCOPE = f"COALESCE((SELECT w.scope_id FROM {schema.WORK} w WHERE w.id = t.work_id), '')"
+# The kind of an attempt's Work (alias x), by a primary-key probe: only the
+# Executions page's kind filter asks, for the rows of one page.
+_WORK_KIND = f"(SELECT w.kind FROM {schema.WORK} w WHERE w.id = x.work_id)"
 
 # The attempts (alias x) of the dashboards' attempt reads.
 _ATTEMPTS = f"{schema.EXECUTION} x"
@@ -387,6 +392,47 @@ class OrmReads(BaseTx):
         # a million Work before it).
         where, params = self._in("x.scope_id", scope_ids)
         return self._bucket_counts(_ATTEMPTS, time, where, params, buckets)
+
+    def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
+        # One statement. The order is the execution_started expression index's, so an
+        # unfiltered page is an index scan with a LIMIT; the Scope is the attempt's
+        # own column (its Work's), the kind a probe of its Work by primary key.
+        time = self.dialect.json_nanos("x.data", "started_at")
+        where = ["1 = 1"]
+        params: list[Any] = []
+        if query.states:
+            states = sorted(s.value for s in query.states)
+            where.append(f"x.state IN ({', '.join(['%s'] * len(states))})")
+            params += states
+        if query.kinds:
+            clause, values = self._in(_WORK_KIND, sorted(query.kinds))
+            where.append(clause.removeprefix(" AND "))
+            params += values
+        if query.scope_ids is not None:
+            clause, values = self._in("x.scope_id", sorted(query.scope_ids))
+            where.append(clause.removeprefix(" AND "))
+            params += values
+        if query.work_id_prefix:
+            # Not LIKE: SQLite's ignores ASCII case and both treat % and _ specially.
+            where.append("substr(x.work_id, 1, %s) = %s")
+            params += [len(query.work_id_prefix), query.work_id_prefix]
+        if query.expired:
+            live = sorted(s.value for s in LIVE_EXECUTION_STATES)
+            where.append(
+                f"x.state IN ({', '.join(['%s'] * len(live))})"
+                " AND x.lease_expires_ns > 0 AND x.lease_expires_ns <= %s"
+            )
+            params += [*live, self._now]
+        if query.after is not None:
+            where.append(f"({time} < %s OR ({time} = %s AND x.id < %s))")
+            params += [query.after.started_at, query.after.started_at, query.after.id]
+        sql = (
+            f"SELECT x.data FROM {_ATTEMPTS} WHERE {' AND '.join(where)}"
+            f" ORDER BY {time} DESC, x.id DESC"
+        )
+        if query.limit:
+            sql += f" LIMIT {int(query.limit)}"
+        return [codec.decode(Execution, d) for d in self._column(sql, params)]
 
     def _started_executions(
         self, since: Nanos, before: Nanos, scope_ids: Sequence[str] | None, limit: int

@@ -24,6 +24,7 @@ from ..records import (
     StoredEvent,
     Table,
     Timer,
+    Work,
 )
 from ..runs.query import RunRow
 from . import schema
@@ -181,6 +182,16 @@ class OrmTx(OrmReads):
             sql = f"SELECT data FROM {spec.name} WHERE work_id IN ({marks}){live}"
             records += [codec.decode(spec.cls, d) for d in self._column(sql, chunk)]
         return sorted(records, key=lambda r: r.id)
+
+    def _works_by_id(self, work_ids: Sequence[str]) -> list[Work]:
+        # Through the flushing cursor, as _list_of_works: one query per max_params IDs.
+        step = self.dialect.max_params
+        works = []
+        for start in range(0, len(work_ids), step):
+            chunk = list(work_ids[start : start + step])
+            sql = f"SELECT data FROM {schema.WORK} WHERE id IN ({', '.join(['%s'] * len(chunk))})"
+            works += [codec.decode(Work, d) for d in self._column(sql, chunk)]
+        return sorted(works, key=lambda w: w.id)
 
     def _of_work(self, table: Table, work_id: str) -> list[CachedRow]:
         """The cached rows of one Work's attempts, Waits or live Timers, after reading

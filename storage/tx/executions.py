@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Fenced, Invalid, NotFound
+from ..meaning.executions import check_execution_query
 from ..records import (
     LIVE_EXECUTION_STATES,
     ArtifactRef,
     Binding,
     Execution,
+    ExecutionQuery,
     ExecutionState,
     LeaseRef,
     Nanos,
@@ -182,6 +184,20 @@ class ExecutionRules(WorkRules):
     def live_executions(self, work_id: str = "") -> list[Execution]:
         self._check()
         return self._list("execution", work_id=work_id, live=True)
+
+    def query_executions(self, query: ExecutionQuery) -> list[Execution]:
+        """A page of attempts (``storage.meaning.executions``): one read."""
+        self._check()
+        check_execution_query(query)
+        # Every string reaches SQL as a parameter: refuse what an engine cannot hold
+        # (PostgreSQL raises on a NUL) as Invalid, the same on every backend.
+        if query.work_id_prefix:
+            fields.require_text(query.work_id_prefix, "Work ID prefix")
+        for kind in query.kinds:
+            fields.require_text(kind, "Work kind")
+        for scope_id in query.scope_ids or ():
+            fields.require_text(scope_id, "Scope ID")
+        return self._query_executions(query)
 
     def latest_executions(self, work_ids: Sequence[str]) -> dict[str, Execution]:
         """The highest-numbered attempt of each listed Work that has one (unknown

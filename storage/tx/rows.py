@@ -21,6 +21,7 @@ from ..records import (
     ErrorGroup,
     Event,
     Execution,
+    ExecutionQuery,
     IdKind,
     IdMatch,
     Nanos,
@@ -80,6 +81,11 @@ class Rows(ABC):
         """The records of ``table`` (execution, timer, wait) belonging to any of
         ``work_ids`` (distinct, checked), sorted by ID: a page's rows in one read, so a
         list's cost does not grow with its length. Deleted Timers are not listed."""
+
+    @abstractmethod
+    def _works_by_id(self, work_ids: Sequence[str]) -> list[Work]:
+        """The Work among ``work_ids`` (distinct, checked) that exist, sorted by ID, in
+        one read (a page's Work, whatever its length)."""
 
     @abstractmethod
     def _timer_floor(self, timer_id: str) -> int:
@@ -220,6 +226,11 @@ class Rows(ABC):
     @abstractmethod
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         """Attempts per bucket of first claim, Work in ``scope_ids`` (``series``)."""
+
+    @abstractmethod
+    def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
+        """Attempts selected by a checked ``query`` in its order, expiry at ``_now``
+        (``storage.meaning.executions.select_executions``)."""
 
     @abstractmethod
     def _started_executions(

@@ -121,6 +121,12 @@ class WorkRules(TxBase):
         self._check()
         return self._list("work")
 
+    def works_of(self, work_ids: Sequence[str]) -> list[Work]:
+        """The listed Work that exist (unknown IDs are absent), by ID, in one read."""
+        self._check()
+        ids = fields.require_ids(work_ids, "Work ID")
+        return self._works_by_id(ids) if ids else []
+
     def live_works(self) -> list[Work]:
         self._check()
         return self._list("work", live=True)

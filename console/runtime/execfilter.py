@@ -1,0 +1,127 @@
+"""The Executions page's filter and keyset cursor, read from and written to URLs.
+
+``state`` repeats: an Execution state, ``live`` (pending, running or parked: the
+default, what the page showed before it had filters) or ``any``; ``kind`` is the
+Work's kind, ``within`` a Scope and its descendants, ``work`` a prefix of the Work's
+ID, ``expired=1`` keeps live attempts whose lease has expired, ``size`` is the page
+size and ``after`` the keyset position ``<started ns>.<Execution ID>`` of the last row
+of the previous page (``storage.ExecutionQuery``'s order: the latest first claim
+first, never-claimed attempts last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from django.http import QueryDict
+
+from console.urlstate import (
+    DEFAULT_PAGE_SIZE,
+    FilterError,
+    cleared,
+    format_key,
+    parse_key,
+    parse_size,
+    querystring,
+    text,
+)
+from storage import LIVE_EXECUTION_STATES, ExecutionKey, ExecutionQuery, ExecutionState, WorkKey
+
+LIVE = "live"
+ANY = "any"
+STATE_CHOICES = (LIVE, ANY, *(s.value for s in ExecutionState))
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionFilter:
+    states: tuple[str, ...] = (LIVE,)  # as in the URL: live, any or Execution states
+    kind: str = ""
+    within: str = ""
+    work: str = ""  # a prefix of the Work ID
+    expired: bool = False
+    size: int = DEFAULT_PAGE_SIZE
+
+    def query(
+        self, scope_ids: frozenset[str] | None, after: ExecutionKey | None, limit: int
+    ) -> ExecutionQuery:
+        """``scope_ids`` is ``within``'s subtree, which the caller reads (one Scopes read)."""
+        chosen: set[ExecutionState] = set()
+        for value in self.states:
+            if value == ANY:
+                chosen = set()
+                break
+            chosen |= LIVE_EXECUTION_STATES if value == LIVE else {ExecutionState(value)}
+        return ExecutionQuery(
+            states=frozenset(chosen),
+            kinds=frozenset({self.kind}) if self.kind else frozenset(),
+            scope_ids=scope_ids,
+            work_id_prefix=self.work,
+            expired=self.expired,
+            after=after,
+            limit=limit,
+        )
+
+    @property
+    def narrowed(self) -> bool:
+        return self.states != (LIVE,) or bool(self.kind or self.within or self.work or self.expired)
+
+    def params(self) -> list[tuple[str, str]]:
+        """Canonical query parameters, defaults left out."""
+        out = [("state", v) for v in self.states] if self.states != (LIVE,) else []
+        out += [(n, getattr(self, n)) for n in ("kind", "within", "work") if getattr(self, n)]
+        if self.expired:
+            out.append(("expired", "1"))
+        if self.size != DEFAULT_PAGE_SIZE:
+            out.append(("size", str(self.size)))
+        return out
+
+    def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
+        return querystring([*self.params(), *extra])
+
+    def without(self, name: str, value: str = "") -> ExecutionFilter:
+        if name == "state":
+            rest = tuple(v for v in self.states if v != value)
+            return replace(self, states=rest or (LIVE,))
+        if name == "expired":
+            return replace(self, expired=False)
+        return replace(self, **cleared(name))
+
+    def chips(self) -> list[tuple[str, str, str]]:
+        """(label, value, querystring without it) for each active filter."""
+        return [
+            (name, value, self.without(name, value).querystring())
+            for name, value in self.params()
+            if name != "size"
+        ]
+
+
+def parse_execution_filter(data: QueryDict) -> ExecutionFilter:
+    """Read an ExecutionFilter; raise FilterError naming each bad parameter."""
+    errors: dict[str, str] = {}
+    states = tuple(dict.fromkeys(v for v in data.getlist("state") if v))
+    bad = [v for v in states if v not in STATE_CHOICES]
+    if bad:
+        errors["state"] = f"state is one of {', '.join(STATE_CHOICES)}, not {bad[0]!r}."
+    fields = {n: text(n, data.get(n, "").strip(), errors) for n in ("kind", "within", "work")}
+    expired = data.get("expired", "")
+    if expired not in ("", "0", "1"):
+        errors["expired"] = f"expired is 1 (expired leases only) or 0, not {expired!r}."
+    size = parse_size(data, errors)
+    if errors:
+        raise FilterError(errors)
+    return ExecutionFilter(states=states or (LIVE,), expired=expired == "1", size=size, **fields)
+
+
+def format_execution_key(key: ExecutionKey) -> str:
+    return format_key(WorkKey(key.started_at, key.id))
+
+
+def parse_execution_cursor(data: QueryDict) -> ExecutionKey | None:
+    raw = data.get("after", "")
+    if not raw:
+        return None
+    key = parse_key(raw)  # Execution IDs may contain dots; the time never does
+    if key is None:
+        raise FilterError({"after": f"{raw!r} is not a page position (<time>.<ID>)."})
+    return ExecutionKey(key.time, key.id)
