@@ -388,7 +388,7 @@
     return n;
   }
 
-  function calmButton(region, n) {
+  function calmButton(region, n, more) {
     var bar = region.querySelector("[data-calm-bar]");
     if (!bar) {
       bar = document.createElement("div");
@@ -404,7 +404,7 @@
       var anchor = table ? (table.closest(".table-wrap") || table) : region.firstElementChild;
       anchor.parentNode.insertBefore(bar, anchor);
     }
-    bar.querySelector("button").textContent = n + " new, show";
+    bar.querySelector("button").textContent = n + (more ? "+" : "") + " new, show";
   }
 
   document.addEventListener("htmx:beforeSwap", function (evt) {
@@ -422,7 +422,8 @@
       // The stamp of what is on screen, for "show"; the region now knows the server's.
       if (!region.dataset.shownStamp) region.dataset.shownStamp = region.dataset.stamp || "";
       if (incoming.dataset.stamp) region.dataset.stamp = incoming.dataset.stamp;
-      calmButton(region, n);
+      // No row shown is on the fresh page: at least a page of new ones, maybe more.
+      calmButton(region, n, n === fresh.length && fresh.length >= shown.length);
       return;
     }
     var hovered = region.querySelector("tbody:hover");
