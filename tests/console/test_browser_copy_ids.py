@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from storage import ExecutionState, WorkState
 from tests.console import factories as f
 from tests.console import test_browser
 from tests.console.test_browser import sign_in
@@ -21,6 +22,10 @@ pytestmark = [
 ]
 
 UUID = "0193a4f2-9c1e-7d3b-8f00-5e6a7b8c9d0e"
+MESSAGE = (
+    "PaymentGatewayTimeout: POST https://gateway.example.com/v2/charges/ch_3PqRsTuVwXyZ"
+    " did not answer within 30s (attempt budget 5, idempotency key 7f3c9a2e-1b4d-4e8f)"
+)
 
 
 def test_the_copy_button_copies_the_whole_id_of_a_shortened_row(
@@ -44,4 +49,29 @@ def test_the_copy_button_copies_the_whole_id_of_a_shortened_row(
     expect(page.locator("#copy-status")).to_have_text("Copied")
     expect(button).to_have_class("copy-id copied")
     assert page.evaluate("navigator.clipboard.readText()") == UUID
+    assert console_errors == []
+
+
+WIDE_TABLES = """() => [...document.querySelectorAll("section.panel")].filter(p => p.querySelector("table"))
+  .map(p => ({h: (p.querySelector("h2") || {}).textContent || "", panel: p.clientWidth,
+              table: Math.ceil(p.querySelector("table").getBoundingClientRect().width)}))"""
+
+
+def test_work_page_and_executions_tables_fit_their_panels_at_1440_px(
+    live_server, browser_page, console_errors
+):
+    """UUID IDs, a long failure message, a Wait with its timeout: every table of the
+    Work page and the Executions page fits its panel, the page no wider than the window."""
+    page = browser_page
+    f.work(UUID, scope_id="")
+    x = f.start(UUID)
+    f.finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=MESSAGE)
+    other = UUID.replace("0193", "0194")
+    f.parked(other)
+    sign_in(page, live_server, f"/works/{UUID}")
+    for path in (f"/works/{UUID}", f"/works/{other}", "/executions?state=any", "/waits"):
+        page.goto(f"{live_server.url}{path}")
+        for t in page.evaluate(WIDE_TABLES):
+            assert t["table"] <= t["panel"], (path, t)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1440, path
     assert console_errors == []
