@@ -52,7 +52,8 @@ def test_the_copy_button_copies_the_whole_id_of_a_shortened_row(
     assert console_errors == []
 
 
-WIDE_TABLES = """() => [...document.querySelectorAll("section.panel")].filter(p => p.querySelector("table"))
+WIDE_TABLES = """() => [...document.querySelectorAll("section.panel")]
+  .filter(p => p.querySelector("table"))
   .map(p => ({h: (p.querySelector("h2") || {}).textContent || "", panel: p.clientWidth,
               table: Math.ceil(p.querySelector("table").getBoundingClientRect().width)}))"""
 
