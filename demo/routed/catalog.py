@@ -34,7 +34,7 @@ CONFLICT_SHARE = 0.06  # of admissions: an earlier key with another input (refus
 
 LEASE_MS = 20_000  # each attempt's lease; renewed at every step
 ACTIVE_MS = 600_000  # default active-time ceiling of an invocation
-STEP_SECONDS = (1.5, 4.0)  # simulated seconds between two steps of one workflow
+STEP_SECONDS = (2.5, 6.0)  # simulated seconds between two steps of one workflow
 RECOVER_AFTER_MS = 4_000  # an expired lease is recovered this long after it lapsed
 OPERATOR_WAIT_TICKS = 30  # how long a run waits for an operator's "continue"
 

@@ -305,21 +305,13 @@ class Supervisor:
         claimed = self.routed.transact(lambda r: moves.claim(r, attempt_id))
         lease = moves.lease_of(claimed.record)
         self.held[attempt_id] = lease
-        kind = InvokeJobEventKind.STARTED
-        if not resumed:
-            self._journal(
-                claimed.record.run_id,
-                attempt_id,
-                lease,
-                InvokeJobEventKind.ACCEPTED,
-                None,
-                now,
-            )
+        # One lifecycle event a claim (STARTED; ACCEPTED, the admission's, would add a
+        # journal write and an ingest per attempt and tell the console nothing more).
         self._journal(
             claimed.record.run_id,
             attempt_id,
             lease,
-            kind,
+            InvokeJobEventKind.STARTED,
             {"resumed": resumed},
             now,
         )
