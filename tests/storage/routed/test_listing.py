@@ -157,3 +157,16 @@ def test_a_workflows_children_are_read_by_their_runs_in_one_go(routed):
     assert routed.view(lambda r: r.attempts_of_runs([])) == []
     assert routed.view(lambda r: r.progress_of_runs(both)) == {}
     assert routed.view(lambda r: r.child_results_of([])) == []
+
+
+def test_invocations_page_newest_first_with_their_idempotency_records(routed):
+    receipts = [admit(routed, key=f"inv{i}").receipt for i in range(3)]
+    first, records, after = routed.view(lambda r: r.page_invocations(None, 2))
+    assert [x.invocation_id for x in first] == [
+        receipts[2].invocation_id,
+        receipts[1].invocation_id,
+    ]
+    assert records[receipts[2].invocation_id].idempotency_key == "inv2"
+    rest, _, last = routed.view(lambda r: r.page_invocations(after, 2))
+    assert [x.invocation_id for x in rest] == [receipts[0].invocation_id]
+    assert last is None
