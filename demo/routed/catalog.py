@@ -11,12 +11,13 @@ not admit, and a seed always gives the same fates.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass
 from decimal import Decimal
 
 from storage.routed.enums import DeploymentStatus
-from storage.routed.errors import CASConflict, RoutedNotFound
+from storage.routed.errors import AlreadyExists, CASConflict, RoutedNotFound
 from storage.routed.ids import DeploymentID
 from storage.routed.records import AliasRecord, DeploymentRecord
 from storage.routed.store import RoutedStore
@@ -161,21 +162,22 @@ def ensure_catalog(routed: RoutedStore) -> None:
     for package in PACKAGES:
         if package.deployment_id in known:
             continue
-        routed.create_deployment(
-            DeploymentRecord(
-                deployment_id=package.deployment_id,
-                package_name=package.name,
-                package_version=package.version,
-                max_concurrent_runs=package.max_runs,
-                bundle_digest=_digest(f"bundle-{package.name}-{package.version}"),
-                policy_digest=_digest("policy-demo"),
-                image_lock_digest=_digest(f"image-{package.name}"),
-                provenance_digest=_digest(f"provenance-{package.name}-{package.version}"),
-                created_by=PUBLISHER,
-                status=DeploymentStatus.ACTIVE if package.active else DeploymentStatus.INACTIVE,
-                nested_package_digests=dict(package.digests),
+        with contextlib.suppress(AlreadyExists):  # another simulator made it first
+            routed.create_deployment(
+                DeploymentRecord(
+                    deployment_id=package.deployment_id,
+                    package_name=package.name,
+                    package_version=package.version,
+                    max_concurrent_runs=package.max_runs,
+                    bundle_digest=_digest(f"bundle-{package.name}-{package.version}"),
+                    policy_digest=_digest("policy-demo"),
+                    image_lock_digest=_digest(f"image-{package.name}"),
+                    provenance_digest=_digest(f"provenance-{package.name}-{package.version}"),
+                    created_by=PUBLISHER,
+                    status=DeploymentStatus.ACTIVE if package.active else DeploymentStatus.INACTIVE,
+                    nested_package_digests=dict(package.digests),
+                )
             )
-        )
     for alias, targets in ALIASES.items():
         try:
             routed.resolve_alias(alias)
