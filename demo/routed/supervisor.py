@@ -39,7 +39,6 @@ from typing import Protocol
 from storage import Conflict, StorageError, Store
 from storage.routed.enums import (
     AttemptStatus,
-    ChildBatchStatus,
     DataClassification,
     FailureReason,
     FailureScope,
@@ -54,8 +53,6 @@ from storage.routed.envelope import active_time_remaining_ms
 from storage.routed.errors import LeaseFenced
 from storage.routed.ids import (
     AttemptID,
-    ChildBatchID,
-    ChildResultID,
     ControlRequestID,
     HandoffID,
     LeaseID,
@@ -67,7 +64,7 @@ from storage.routed.rules import RoutedRules, TransitionCommand
 from storage.routed.store import RoutedStore
 from storage.routed.transitions import is_terminal
 
-from . import catalog, moves, worker
+from . import catalog, children, moves, worker
 from .admission import Admissions
 from .reading import HUNG, RECOVERED, Seen, overview, read
 from .teammate import Teammate
@@ -435,7 +432,7 @@ class Supervisor:
             ):
                 self.failed(f"artifact {rel} of {a.attempt_id}", refusal)
                 self.stats["routed_artifact_refused"] += 1
-        batch = self._batch_of(seen, run_id)
+        batch = children.drive_batch(self.routed, seen, run_id, self.held, self._hex)
         if batch is not None:
             return batch
         if done >= plan.steps:
@@ -524,51 +521,6 @@ class Supervisor:
             lambda r: moves.finish_stage(r, attempt_id, lease, handoff, ref)
         )
         return "succeeded" if status is WorkflowStatus.SUCCEEDED else "stage done"
-
-    def _batch_of(self, seen: Seen, run_id: RunID) -> str | None:
-        """A parent stage: after its first step it fans out; while the batch runs, one
-        child runs per advance; a failed batch fails the parent. None: no batch work."""
-        if seen.wf.record.workflow_kind != "parent_child" or seen.done.get(run_id, 0) < 1:
-            return None
-        plan = catalog.plan_for(seen.receipt.invocation_intent_digest, seen.restarted)
-        if not seen.batches:
-            batch_id = ChildBatchID(f"cb-{self._hex()}")
-            run_ids = [RunID(f"run-{self._hex()}") for _ in range(plan.children)]
-            parent = seen.runs[run_id].record
-            self.routed.transact(
-                lambda r: moves.spawn_batch(r, parent, batch_id, run_ids, plan.join)
-            )
-            return "spawned"
-        batch = seen.batches[0].record
-        if batch.status is ChildBatchStatus.SUCCEEDED:
-            return None
-        if batch.status is ChildBatchStatus.FAILED:
-            attempt = seen.live_attempt(run_id)
-            lease = self.held.pop(attempt.record.attempt_id) if attempt else None
-            if attempt is None or lease is None:
-                return "waiting"
-            failing = attempt.record.attempt_id
-            self.routed.transact(
-                lambda r: moves.fail_workflow(
-                    r, failing, lease, FailureReason.CHILD_BATCH_FAILED, FailureScope.CHILD_BATCH
-                )
-            )
-            return "failed"
-        if batch.status is not ChildBatchStatus.RUNNING:
-            return "waiting"
-        results = {r.child_run_id: r for r in seen.results.get(batch.child_batch_id, [])}
-        pending = [c for c in batch.child_run_ids if c not in results]
-        failed = any(r.status is not RunStatus.SUCCEEDED for r in results.values())
-        if not pending or (failed and batch.join_policy.mode == "all_first"):
-            self.routed.transact(lambda r: moves.join_batch(r, batch.child_batch_id, failed))
-            return "joined"
-        child = pending[0]
-        fails = plan.child_fails and len(pending) == 1
-        attempt_id, result_id = AttemptID(f"at-{self._hex()}"), ChildResultID(f"cr-{self._hex()}")
-        self.routed.transact(
-            lambda r: moves.run_child(r, batch.child_batch_id, child, attempt_id, result_id, fails)
-        )
-        return "child"
 
     def _end(
         self,

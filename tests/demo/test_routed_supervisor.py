@@ -16,6 +16,7 @@ from storage.routed.enums import (
     AuthorityScope,
     ControlCommand,
     FailureReason,
+    RunStatus,
     WorkflowStatus,
 )
 from storage.routed.envelope import consumed_ms
@@ -268,3 +269,23 @@ def test_a_pause_of_a_hung_worker_finds_no_boundary_and_fails_the_run(tmp_path):
     wf = sup.routed.get_workflow(wf_id).record
     assert wf.status is WorkflowStatus.FAILED
     assert wf.terminal_reason is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
+
+
+def test_a_parent_fans_out_a_child_batch_and_ends_with_its_join(tmp_path):
+    sup, clock = supervisor(tmp_path)
+    wf_id = admit(sup, request_for("succeed", ref="fanout"))
+    done = drive(sup, clock, wf_id, lambda did: did in ("succeeded", "failed"))
+    assert "spawned" in done
+    assert "joined" in done
+    (batch,) = sup.routed.list_child_batches(wf_id)
+    results = sup.routed.list_child_results(batch.record.child_batch_id)
+    failed = [r for r in results if r.status is not RunStatus.SUCCEEDED]
+    if failed:  # the plan's one failing child: the join fails the batch and the parent
+        assert batch.record.status.name == "FAILED"
+        assert sup.routed.get_workflow(wf_id).record.terminal_reason is (
+            FailureReason.CHILD_BATCH_FAILED
+        )
+    else:
+        assert batch.record.status.name == "SUCCEEDED"
+        assert len(results) == len(batch.record.child_run_ids)
+        assert done[-1] == "succeeded"
