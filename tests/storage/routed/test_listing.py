@@ -170,3 +170,15 @@ def test_invocations_page_newest_first_with_their_idempotency_records(routed):
     rest, _, last = routed.view(lambda r: r.page_invocations(after, 2))
     assert [x.invocation_id for x in rest] == [receipts[0].invocation_id]
     assert last is None
+
+
+def test_facets_of_a_table_without_them_are_refused_by_name(routed):
+    from storage.errors import Invalid
+    from storage.routed.rows import RowFilter
+
+    with pytest.raises(Invalid):
+        routed.view(lambda r: r.rows.tally("attempt", "kind", RowFilter()))
+    with pytest.raises(Invalid):
+        routed.view(lambda r: r.rows.page("attempt", RowFilter(kinds=("x",)), None, 1))
+    with pytest.raises(Invalid):
+        routed.view(lambda r: r.rows.tally("workflow", "body", RowFilter()))
