@@ -45,6 +45,21 @@ class Tick:
 
 
 @dataclass(frozen=True, slots=True)
+class Cell:
+    value: int
+    href: str  # "" for a zero: there is nothing to open
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRow:
+    """One bucket of the chart as a table row: the picture's numbers and links for a
+    screen reader or a keyboard (the SVG is hidden from both)."""
+
+    label: str
+    cells: list[Cell]  # one per series, in the legend's order
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnChart:
     """Columns per time bucket, series stacked bottom up in the order given."""
 
@@ -53,6 +68,7 @@ class ColumnChart:
     peak: int  # the tallest column's total: the y axis runs 0..peak
     totals: dict[str, int]  # per series over the whole axis
     legend: list[tuple[str, str, int]]  # (name, label, total)
+    rows: list[BucketRow]  # the buckets with anything in them, oldest first
     width: int
     height: int = HEIGHT
     left: int = LEFT
@@ -102,6 +118,11 @@ def columns(
                     title=f"{s.label}: {value} ({labels[i]})",
                 )
             )
+    rows = [
+        BucketRow(labels[i], [Cell(s.values[i], s.href(i) if s.values[i] else "") for s in series])
+        for i in range(count)
+        if totals[i]
+    ]
     marks = [Tick(round(LEFT + (i + 0.5) * slot, 2), t) for i, t in enumerate(ticks) if t]
     return ColumnChart(
         segments=segments,
@@ -109,6 +130,7 @@ def columns(
         peak=peak,
         totals={s.name: sum(s.values) for s in series},
         legend=[(s.name, s.label, sum(s.values)) for s in series],
+        rows=rows,
         width=width,
     )
 

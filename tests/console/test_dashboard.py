@@ -35,8 +35,11 @@ from tests.console.conftest import DB
 pytestmark = DB
 
 SEGMENT = re.compile(
-    r'<a href="([^"]+)" data-value="(\d+)" aria-label="[^"]*"><rect class="seg seg-(\w+)"'
+    r'<a href="([^"]+)" data-value="(\d+)" tabindex="-1"><rect class="seg seg-(\w+)"'
 )
+# The chart's table: one link per non-zero cell, the same lists the segments open.
+SEGMENT_LINK = re.compile(r'<a href="([^"]+)" data-value="(\d+)" tabindex="-1"><rect class="seg ')
+TABLE_LINK = re.compile(r'<td class="num"><a href="([^"]+)">(\d+)</a></td>')
 TILE = re.compile(r'data-figure="(\w+)">\s*<span class="what">[^<]*</span><span class="n">(\d+)<')
 BAR = re.compile(r'<ul class="hbars" id="chart-(\w+)">(.*?)</ul>', re.S)
 BAR_ROW = re.compile(
@@ -386,3 +389,18 @@ def test_a_chart_bucket_opens_the_attempts_and_events_it_counted(as_alice):
     events = as_alice.get(path, {k: v[0] for k, v in query.items()}).content.decode()
     assert 'href="/events/e1"' in events
     assert 'href="/events/e2"' not in events
+
+
+def test_each_chart_has_a_table_with_the_numbers_and_links_of_its_picture(as_alice):
+    """The SVG is hidden from screen readers and the keyboard; its table is not."""
+    f.completed("c1")
+    f.failed("f1")
+    f.event("e1")
+    page = as_alice.get("/dashboard?window=1h").content.decode()
+
+    drawn = sorted((html.unescape(h), int(v)) for h, v in SEGMENT_LINK.findall(page))
+    tabled = sorted((html.unescape(h), int(v)) for h, v in TABLE_LINK.findall(page))
+    assert drawn
+    assert tabled == drawn
+    assert 'aria-hidden="true"' in page.split('<svg class="columns"', 1)[1][:200]
+    assert 'role="img"' not in page

@@ -1,0 +1,244 @@
+"""Every page on a phone and to axe-core: no page is wider than a 360 px screen, and
+axe (vendored, tests/vendor/) finds no serious or critical violation in the light or
+the dark theme, at 360x800 and at 1440x900.
+
+One browser serves the module; each size is one test that seeds the store once
+(through the same factories as the other console tests, long IDs in every region) and
+walks every page, collecting what it finds, so one run reports every page at once:
+seeding and signing in per page would cost more than the checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.console import factories as f
+from tests.console import runfactories as rf
+from tests.console.test_browser import ARGS, CHROMIUM, TIMEOUT
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+
+AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe-core" / "axe.min.js"
+PHONE = {"width": 360, "height": 800}
+DESKTOP = {"width": 1440, "height": 900}
+GRAVE = ("serious", "critical")
+
+# IDs as operators meet them: UUIDs, a long hex digest, a dotted path with no break.
+UUID = "3f2b8c1e-9d4a-4e7b-b6c2-5a1f0e9d8c7b"
+DIGEST = "sha256-" + "9c1f" * 16
+DOTTED = "tenant.acme-industries.eu-west-1.billing.invoice-run.2026-12-01T03:00:00Z"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def seed() -> None:
+    f.scope("acme", name="Acme Corp")
+    f.scope(f"acme/{UUID}", parent="acme", name="Acme EU, the very long-named subsidiary")
+    kinds = ["billing.charge", "deploy.service.rollout-with-a-long-name"]
+    for i, work_id in enumerate([UUID, DIGEST, DOTTED, *(f"wrk-{n:03d}" for n in range(12))]):
+        kw = {"kind": kinds[i % 2], "scope_id": "acme", "keys": [("github.acme", work_id)]}
+        match i % 6:
+            case 0:
+                f.exhausted(work_id, message="upstream 503: " + "connection reset " * 8, **kw)
+            case 1:
+                f.running(work_id, lease=600, **kw)
+            case 2:
+                f.parked(work_id, **kw)
+            case 3:
+                f.failed(work_id, message="card declined " * 10, **kw)
+            case 4:
+                f.completed(work_id, **kw)
+            case _:
+                f.work(work_id, **kw)
+        f.event(f"ev-{i:03d}-{UUID}", work_id=work_id, data={"ref": DIGEST}, route="routed")
+    f.running("expired-lease-" + UUID, lease=0.001)  # expired by the time a page reads it
+    f.timer(f"timer-{UUID}", work_id=UUID, fire_in=-120)
+    f.backoff("backoff-" + DIGEST)
+    for n in range(3):  # the bulk-result page retries these, last, touching nothing else
+        f.exhausted(f"bulk-{n}-{UUID}", kind="bulk.target")
+    rf.checkout(f"checkout/{UUID}")
+    rf.payment("payment/7", failures=2)
+    rf.sparse_feed("feed/3")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def sign_in(browser, url: str) -> object:
+    """alice's page, live updates off so that no poll swaps a region under axe."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.goto(f"{url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "password")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda u: "/accounts/login/" not in u)
+    page.select_option("#poll-every", "0")
+    page.wait_for_selector("#poll-every option[value='0'][selected]", state="attached")
+    return page
+
+
+@dataclass(frozen=True)
+class Visit:
+    path: str
+    then: Callable[[object], None] | None = None  # what to do on the page before checking
+    signed_in: bool = True
+
+
+def open_inline_confirmation(page) -> None:
+    page.locator("a[data-inline-open]").first.click()
+    page.wait_for_selector("[data-inline-confirm]")
+
+
+def open_bulk_confirmation(page) -> None:
+    page.click("#workspace button[value=retry-all]")
+    page.wait_for_selector("form[data-bulk-run]")
+
+
+def run_bulk_retry(page) -> None:
+    open_bulk_confirmation(page)
+    page.fill("form[data-bulk-run] textarea[name=reason]", "upstream fixed")
+    page.click("form[data-bulk-run] button[type=submit]")
+    page.wait_for_selector("#main h1:has-text('done,')")
+
+
+PAGES = {
+    "dashboard": Visit("/dashboard"),
+    "scope dashboard": Visit(f"/dashboard/acme/{UUID}"),
+    "work list": Visit("/"),
+    "exhausted list": Visit("/?is=exhausted&sort=updated"),
+    "work page": Visit(f"/works/{UUID}"),
+    "running work page": Visit(f"/works/{DIGEST}"),
+    "events": Visit("/events"),
+    "event page": Visit(f"/events/ev-000-{UUID}"),
+    "executions": Visit("/executions"),
+    "timers": Visit("/timers"),
+    "waits": Visit("/waits"),
+    "scopes": Visit("/scopes"),
+    "errors": Visit("/errors"),
+    "runs": Visit("/runs"),
+    "run page": Visit(f"/runs/checkout/{UUID}"),
+    "run page with retries": Visit("/runs/payment/7"),
+    "run page with a stream": Visit("/runs/feed/3"),
+    "retry confirmation": Visit(f"/actions/retry/{UUID}?next=/"),
+    "cancel confirmation": Visit(f"/actions/cancel/{DOTTED}?next=/"),
+    "inline confirmation": Visit("/?is=exhausted", open_inline_confirmation),
+    "bulk confirmation": Visit("/?kind=bulk.target", open_bulk_confirmation),
+    "404": Visit(f"/works/missing-{UUID}"),
+    "400": Visit("/?after=not-a-cursor"),
+    "sign-in": Visit("/accounts/login/", signed_in=False),
+    # Last: it changes the bulk.target Work (and nothing another page shows).
+    "bulk result": Visit("/?kind=bulk.target", run_bulk_retry),
+}
+
+
+# What a second theme can change: colours. The other rules read the document, which
+# the theme leaves alone, so the dark pass runs only these.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+def serious(page, rules: list[str] | None = None) -> list[str]:
+    """axe's serious and critical violations on the page as it is now (every rule, or
+    only ``rules``)."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        # evaluate() runs as the debugger does, outside the page's CSP.
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    options = {"runOnly": {"type": "rule", "values": rules}} if rules else {}
+    found = page.evaluate(
+        "options => axe.run(document, options).then(r => JSON.stringify(r.violations))", options
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; "
+        + " | ".join(n["target"][0] if n["target"] else "?" for n in v["nodes"][:4])
+        for v in json.loads(found)
+        if v["impact"] in GRAVE
+    ]
+
+
+def widths(page) -> tuple[int, int]:
+    return page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+
+
+@pytest.fixture
+def seeded(alice) -> None:
+    seed()
+
+
+def check(page, url: str, name: str, visit: Visit, size: dict[str, int]) -> list[str]:
+    """What is wrong with one page at one size, in both themes ([] when nothing)."""
+    page.set_viewport_size(size)
+    page.emulate_media(color_scheme="light")
+    page.goto(f"{url}{visit.path}")
+    if visit.then:
+        visit.then(page)
+    wrong = []
+    scroll, inner = widths(page)
+    if scroll > inner:
+        wrong.append(f"{scroll} px wide on a {inner} px screen")
+    wrong += [f"light: {v}" for v in serious(page)]
+    page.emulate_media(color_scheme="dark")
+    wrong += [f"dark: {v}" for v in serious(page, COLOUR_RULES)]
+    return wrong
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "view"])
+@pytest.mark.parametrize("size", [PHONE, DESKTOP], ids=["360x800", "1440x900"])
+def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious_in_either_theme(
+    size, seeded, browser, live_server
+):
+    signed_in = sign_in(browser, live_server.url)
+    anonymous = browser.new_context().new_page()
+    found = {}
+    for name, visit in PAGES.items():
+        page = signed_in if visit.signed_in else anonymous
+        if wrong := check(page, live_server.url, name, visit, size):
+            found[name] = wrong
+    signed_in.context.close()
+    anonymous.context.close()
+
+    assert not found, "\n".join(f"{name}: {wrong}" for name, wrong in found.items())
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "view"])
+def test_the_theme_button_switches_at_once_and_the_choice_survives_a_reload(
+    alice, browser, live_server
+):
+    page = sign_in(browser, live_server.url)
+    page.emulate_media(color_scheme="light")
+    page.goto(f"{live_server.url}/events")
+    toggle = page.locator("[data-theme-toggle]")
+    background = "getComputedStyle(document.body).backgroundColor"
+    light = page.evaluate(background)
+
+    toggle.click()  # system -> light
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    toggle.click()  # light -> dark
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark = page.evaluate(background)
+    page.wait_for_load_state("networkidle")  # the background post that stores it
+    page.reload()
+
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate(background) == dark != light
+    assert toggle.get_attribute("value") == "system"
+    toggle.click()  # dark -> system: the device's (light) scheme again
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.documentElement.hasAttribute('data-theme')") is False
+    assert page.evaluate(background) == light
+    page.context.close()
