@@ -253,6 +253,34 @@
     });
   }
 
+  /* ---------------------------------------------------------------- scrollers (phone) */
+  /* A table wider than its panel scrolls inside it (console.css); a keyboard scrolls
+     a region only when it can be focused, so each scroller that overflows now gets
+     tabindex=0, and loses it when it no longer does (a wider window). Those the
+     page marked focusable itself are left alone. */
+  function markScrollers() {
+    document.querySelectorAll(".table-wrap, .results, .panel").forEach(function (el) {
+      var overflow = getComputedStyle(el).overflowX;
+      var scrolls = (overflow === "auto" || overflow === "scroll") && el.scrollWidth > el.clientWidth + 1;
+      if (scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.dataset.scrollFocus = "1";
+      } else if (!scrolls && el.dataset.scrollFocus) {
+        el.removeAttribute("tabindex");
+        delete el.dataset.scrollFocus;
+      }
+    });
+  }
+  var scrollerFrame = 0;
+  function markScrollersSoon() {
+    if (scrollerFrame) return;
+    scrollerFrame = window.requestAnimationFrame(function () { scrollerFrame = 0; markScrollers(); });
+  }
+  document.addEventListener("DOMContentLoaded", markScrollers);
+  document.addEventListener("htmx:afterSettle", markScrollersSoon);
+  document.addEventListener("toggle", markScrollersSoon, true);  // a <details> opened
+  window.addEventListener("resize", markScrollersSoon);
+
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest && evt.target.closest("[data-theme-toggle]");
     if (!btn || !btn.form || !window.fetch) return;

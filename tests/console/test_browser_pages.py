@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.console import factories as f
+from tests.console import routedfactories as rt
 from tests.console import runfactories as rf
 from tests.console.test_browser import ARGS, CHROMIUM, TIMEOUT
 
@@ -37,7 +38,8 @@ DOTTED = "tenant.acme-industries.eu-west-1.billing.invoice-run.2026-12-01T03:00:
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def seed() -> None:
+def seed() -> dict[str, str]:
+    """The store every page reads; returns the generated IDs the paths name."""
     f.scope("acme", name="Acme Corp")
     f.scope(f"acme/{UUID}", parent="acme", name="Acme EU, the very long-named subsidiary")
     kinds = ["billing.charge", "deploy.service.rollout-with-a-long-name"]
@@ -65,6 +67,11 @@ def seed() -> None:
     rf.checkout(f"checkout/{UUID}")
     rf.payment("payment/7", failures=2)
     rf.sparse_feed("feed/3")
+    workflow = rt.running()[0].receipt.workflow_id
+    rt.failed()
+    rt.pipeline()
+    rt.paused()
+    return {"workflow": workflow}
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +147,11 @@ PAGES = {
     "cancel confirmation": Visit(f"/actions/cancel/{DOTTED}?next=/"),
     "inline confirmation": Visit("/?is=exhausted", open_inline_confirmation),
     "bulk confirmation": Visit("/?kind=bulk.target", open_bulk_confirmation),
+    "saved views": Visit("/views"),
+    "routed workflows": Visit("/routed/workflows"),
+    "routed workflow": Visit("/routed/workflows/{workflow}"),
+    "routed deployments": Visit("/routed/deployments"),
+    "routed invocations": Visit("/routed/invocations"),
     "404": Visit(f"/works/missing-{UUID}"),
     "400": Visit("/?after=not-a-cursor"),
     "sign-in": Visit("/accounts/login/", signed_in=False),
@@ -176,15 +188,15 @@ def widths(page) -> tuple[int, int]:
 
 
 @pytest.fixture
-def seeded(alice) -> None:
-    seed()
+def seeded(alice) -> dict[str, str]:
+    return seed()
 
 
-def check(page, url: str, name: str, visit: Visit, size: dict[str, int]) -> list[str]:
+def check(page, url: str, visit: Visit, size: dict[str, int], ids: dict[str, str]) -> list[str]:
     """What is wrong with one page at one size, in both themes ([] when nothing)."""
     page.set_viewport_size(size)
     page.emulate_media(color_scheme="light")
-    page.goto(f"{url}{visit.path}")
+    page.goto(url + visit.path.format(**ids))
     if visit.then:
         visit.then(page)
     wrong = []
@@ -207,7 +219,7 @@ def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious_in_either_theme(
     found = {}
     for name, visit in PAGES.items():
         page = signed_in if visit.signed_in else anonymous
-        if wrong := check(page, live_server.url, name, visit, size):
+        if wrong := check(page, live_server.url, visit, size, seeded):
             found[name] = wrong
     signed_in.context.close()
     anonymous.context.close()
