@@ -400,6 +400,14 @@ class OrmReads(BaseTx):
         time = self.dialect.json_nanos("x.data", "started_at")
         where = ["1 = 1"]
         params: list[Any] = []
+        order = time
+        if query.expired or (query.states and query.states <= LIVE_EXECUTION_STATES):
+            # Only live attempts (the page's default): the live partial index's own
+            # predicate, as written there, and a sort of those few rows. A unary plus
+            # keeps SQLite (no statistics) off a backward scan of the whole started
+            # index, which reaches the never-claimed (pending) attempts only at its end.
+            where = [str(schema.TABLES["execution"].live_sql)]
+            order = f"+({time})"
         if query.states:
             states = sorted(s.value for s in query.states)
             where.append(f"x.state IN ({', '.join(['%s'] * len(states))})")
@@ -428,7 +436,7 @@ class OrmReads(BaseTx):
             params += [query.after.started_at, query.after.started_at, query.after.id]
         sql = (
             f"SELECT x.data FROM {_ATTEMPTS} WHERE {' AND '.join(where)}"
-            f" ORDER BY {time} DESC, x.id DESC"
+            f" ORDER BY {order} DESC, x.id DESC"
         )
         if query.limit:
             sql += f" LIMIT {int(query.limit)}"
