@@ -1,24 +1,31 @@
-"""The histories the benchmarks run on.
+"""The histories the benchmarks run on: a realistic seed, amplified by a bulk path.
 
-A *seed* is real history: ``manage.py migrate``, then ``manage.py generate --works N``
-(every state, Events, attempts, Waits, Timers, artifacts, through the storage API),
-then a fixed number of Events accepted and left unrouted, through the storage API too.
+A *seed* is real history: ``manage.py migrate``, then ``manage.py generate --works N
+--realistic`` (every state, through the storage API, so every contract check holds:
+about 1% of the Work live, about 3 attempts and 6 Events per Work, Waits, Timers,
+artifacts), then a fixed number of Events accepted and left unrouted, through the
+storage API too.
 
-Larger histories *amplify* a seed: its terminal Work is cloned, with everything that
-belongs to it (correlation keys, terminal attempts, routed Events, finished Waits),
-under new IDs (suffix ``-cNNNN``) and shifted back in time by whole seed spans, in
-plain SQL, until the Work table holds the requested count. Why not ``generate`` at the
-full size: it writes a few hundred Work per second through the storage API (every
-operation rereads what it checks; the report states the rate measured), so a million
-would take the better part of an hour, or hours on a slow machine. Why clones: every
-live row (ready/running/waiting Work, pending/running/parked attempts, active Waits,
-live Timers, unrouted Events) stays the seed's own, so histories amplified from one
-seed have the SAME live set and differ only in retained terminal history, which is
-what benchmark 2 compares. Clones keep the seed's column distributions (kinds,
-scopes, sources, executors, states), so facets and filters select realistic shares.
-Not cloned: deleted Timers' tombstone rows (no read in the benchmarks touches them).
-Cloned Events get sequences after the seed's (AUTOINCREMENT), so in acceptance order
-the old history comes last; no benchmarked read depends on Event order across Work.
+Larger histories *amplify* a seed (the documented bulk path): all its Work is cloned,
+with everything that belongs to it (correlation keys, attempts, routed Events, Waits,
+live Timers), under new IDs (suffix ``-cNNNN``), in plain SQL, until the Work table
+holds the requested count. Terminal Work is shifted back in time by whole seed spans
+(older history); live Work keeps the seed's recent times, so every size has the seed's
+proportions: the live set grows with the history (1% of it), as do attempts, Events,
+Waits and Timers. Each copy also takes a place in a long tail (``long_tail``): its
+kinds get a variant suffix in every other copy, its Scopes a child Scope in every
+third, so the kinds and Scopes in use grow with the history too. Why a bulk path:
+``generate`` writes tens to a few hundred Work per second through the API (every
+operation rereads what it checks), so a million would take hours. What keeps the
+contract's checks: the clones are copies of checked records with every reference
+renamed consistently (a Work's keys, attempts, Waits, Timers and Events carry the
+same suffix; unique delivery IDs and key IDs are suffixed too), and what the rules
+keep beside the records is rebuilt from them afterwards (the Work tally,
+``storage.orm.tally.rebuild``; an attempt's Scope column is its Work's by
+construction). Not cloned: deleted Timers' tombstone rows (no benchmarked read touches
+them) and unrouted Events (the unrouted scan's selection stays the seed's). Cloned
+Events get sequences after the seed's (AUTOINCREMENT), so in acceptance order the old
+history comes last; no benchmarked read depends on Event order across Work.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ def seed(ws: Workspace, works: int, unrouted: int, progress: bool) -> Seed:
     manage(data, "migrate", "--noinput", "-v", "0")
     # ~50 batches: history spread over 50 instants, each batch one transaction.
     batch = max(20, works // 50)
-    args = ["generate", "--works", str(works), "--seed", "1", "--batch", str(batch)]
+    args = ["generate", "--works", str(works), "--seed", "1", "--batch", str(batch), "--realistic"]
     started = time.monotonic()
     line = manage(data, *args, *([] if progress else ["--no-progress"]), quiet=not progress)
     elapsed = time.monotonic() - started
@@ -126,7 +133,14 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str) -> DataDir:
 # The tables clones go into. Their secondary indexes are dropped while rows are cloned
 # and built again afterwards from their own SQL (sqlite_master), which is many times
 # faster than updating a dozen indexes per inserted row; constraint indexes stay.
-CLONED = ("conduit_work", "conduit_key", "conduit_execution", "conduit_event", "conduit_wait")
+CLONED = (
+    "conduit_work",
+    "conduit_key",
+    "conduit_execution",
+    "conduit_event",
+    "conduit_wait",
+    "conduit_timer",
+)
 
 
 def _clone(con: sqlite3.Connection, need: int, name: str) -> None:
@@ -138,9 +152,9 @@ def _clone(con: sqlite3.Connection, need: int, name: str) -> None:
     for statement in SOURCE_SQL[1:]:
         con.execute(statement)
     con.execute("COMMIT")
-    terminal = con.execute("SELECT count(*) FROM temp.src_work").fetchone()[0]
-    if terminal == 0:
-        raise RuntimeError("the seed has no terminal Work to clone")
+    seeded = con.execute("SELECT count(*) FROM temp.src_work").fetchone()[0]
+    if seeded == 0:
+        raise RuntimeError("the seed has no Work to clone")
     low, high = con.execute("SELECT min(created_ns), max(updated_ns) FROM conduit_work").fetchone()
     span = high - low + HOUR_NS
     indexes = [
@@ -153,23 +167,33 @@ def _clone(con: sqlite3.Connection, need: int, name: str) -> None:
     ]
     for index, _sql, _table in indexes:
         con.execute(f'DROP INDEX "{index}"')
-    copies = -(-need // terminal)
+    copies = -(-need // seeded)
     started = time.monotonic()
     for k in range(1, copies + 1):
-        take = min(need, terminal)
-        params = {"sfx": f"-c{k:04d}", "shift": k * span, "take": take}
+        take = min(need, seeded)
+        params = {"sfx": f"-c{k:04d}", "shift": k * span, "take": take, **long_tail(k)}
         con.execute("BEGIN")
         for statement in CLONE_SQL:
             con.execute(statement, params)
         con.execute("COMMIT")
         need -= take
         if k == copies or k % max(1, copies // 10) == 0:
-            rate = k * terminal / (time.monotonic() - started)
-            log(f"  {name}: cloned {k}/{copies} copies of {terminal:,} Work ({rate:,.0f} Work/s)")
+            rate = k * seeded / (time.monotonic() - started)
+            log(f"  {name}: cloned {k}/{copies} copies of {seeded:,} Work ({rate:,.0f} Work/s)")
     started = time.monotonic()
     for _index, sql, _table in indexes:
         con.execute(sql)
     log(f"  {name}: rebuilt {len(indexes)} indexes in {time.monotonic() - started:.0f} s")
+
+
+def long_tail(copy: int) -> dict[str, str]:
+    """Copy ``copy``'s kind and Scope suffixes: every other copy's kinds get one of 16
+    variants (``billing.charge.t3``), every third copy's Scopes one of 8 child Scopes
+    (``acme/billing/t2``), so a large history has a long tail of kinds and Scopes, each
+    variant as common as the copies that drew it."""
+    kind = "" if copy % 2 else f".t{copy // 2 % 16}"
+    scope = "" if copy % 3 else f"/t{copy // 3 % 8}"
+    return {"kind": kind, "scope": scope}
 
 
 def _keys0(column: str) -> str:
@@ -186,67 +210,92 @@ def _sfx(expr: str) -> str:
     return f"CASE {expr} WHEN '' THEN '' ELSE {expr} || :sfx END"
 
 
-def _ago(expr: str) -> str:
-    """A time shifted back, 0 ("never") kept 0."""
-    return f"CASE WHEN {expr} > 0 THEN {expr} - :shift ELSE 0 END"
+def _ago(expr: str, factor: str) -> str:
+    """A time shifted back (``factor`` 1: terminal history; 0: a live row, kept as
+    recent as the seed's), 0 ("never") kept 0."""
+    return f"CASE WHEN {expr} > 0 THEN {expr} - :shift * {factor} ELSE 0 END"
 
 
 def _j(alias: str, field: str) -> str:
     return f"json_extract({alias}.data, '$.{field}')"
 
 
-# The seed's terminal Work (rank = rowid, oldest first) and what belongs to it. Noise
-# Events (routed to no Work) get rank 0: every copy takes them.
+# The seed's Work (rank = rowid, oldest first) and what belongs to it; ``f`` is 1 for
+# terminal Work, whose copies are shifted back in time, 0 for live Work, whose copies
+# stay as recent as the seed's live set. Noise Events (routed to no Work) get rank 0:
+# every copy takes them.
 SOURCE_SQL = (
-    "CREATE TEMP TABLE src_work AS SELECT * FROM conduit_work WHERE state IN (?, ?, ?)"
-    " ORDER BY created_ns, id",
+    "CREATE TEMP TABLE src_work AS SELECT *, CASE WHEN state IN (?, ?, ?) THEN 1 ELSE 0 END"
+    " AS f FROM conduit_work ORDER BY created_ns, id",
     """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, k.* FROM conduit_key k
     JOIN temp.src_work s ON s.id = k.work_id""",
-    """CREATE TEMP TABLE src_execution AS SELECT s.rowid AS rank, x.* FROM conduit_execution x
-    JOIN temp.src_work s ON s.id = x.work_id
-    WHERE x.state NOT IN ('pending', 'running', 'parked')""",
+    """CREATE TEMP TABLE src_execution AS SELECT s.rowid AS rank, s.f AS f, x.*
+    FROM conduit_execution x JOIN temp.src_work s ON s.id = x.work_id""",
     """CREATE TEMP TABLE src_event AS
-    SELECT coalesce(s.rowid, 0) AS rank, e.* FROM conduit_event e
+    SELECT coalesce(s.rowid, 0) AS rank, coalesce(s.f, 1) AS f, e.* FROM conduit_event e
     LEFT JOIN temp.src_work s ON s.id = e.route_work_id
     WHERE e.disposition <> '' AND (s.id IS NOT NULL OR e.route_work_id = '')
     ORDER BY e.seq""",
-    """CREATE TEMP TABLE src_wait AS SELECT s.rowid AS rank, a.* FROM conduit_wait a
-    JOIN temp.src_work s ON s.id = a.work_id WHERE a.state <> 'active'""",
+    """CREATE TEMP TABLE src_wait AS SELECT s.rowid AS rank, s.f AS f, a.* FROM conduit_wait a
+    JOIN temp.src_work s ON s.id = a.work_id""",
+    """CREATE TEMP TABLE src_timer AS SELECT s.rowid AS rank, t.* FROM conduit_timer t
+    JOIN temp.src_work s ON s.id = t.work_id WHERE t.live""",
+    """CREATE TEMP TABLE src_scope AS SELECT * FROM conduit_scope
+    WHERE id IN (SELECT scope_id FROM conduit_work)""",
 )
 
+
+def _tail(column: str, suffix: str) -> str:
+    """A Scope reference with this copy's long-tail suffix ("" stays "")."""
+    return f"CASE {column} WHEN '' THEN '' ELSE {column} || {suffix} END"
+
+
+# Each copy: the Work with its keys, attempts, routed Events, Waits and live Timers,
+# under new IDs (:sfx), shifted back (:shift, terminal history only), and in this
+# copy's long tail (:kind, a kind suffix; :scope, a Scope suffix, whose Scopes are
+# children of the seed's and are created first).
 CLONE_SQL = (
+    """INSERT OR IGNORE INTO conduit_scope (id, parent_id, data)
+    SELECT c.id || :scope, c.id,
+        json_set(c.data, '$.id', c.id || :scope, '$.parent_id', c.id,
+            '$.name', json_extract(c.data, '$.name') || :scope)
+    FROM temp.src_scope c WHERE :scope <> ''""",
     f"""INSERT INTO conduit_work (id, kind, scope_id, parent_id, state, source,
         latest_executor, exhausted, error_group, created_ns, updated_ns, revision, data)
-    SELECT w.id || :sfx, w.kind, w.scope_id, {_sfx("w.parent_id")}, w.state, w.source,
-        w.latest_executor, w.exhausted, w.error_group, w.created_ns - :shift,
-        w.updated_ns - :shift, w.revision,
+    SELECT w.id || :sfx, w.kind || :kind, {_tail("w.scope_id", ":scope")},
+        {_sfx("w.parent_id")}, w.state,
+        CASE WHEN w.source = w.kind THEN w.source || :kind ELSE w.source END,
+        w.latest_executor, w.exhausted, w.error_group, w.created_ns - :shift * w.f,
+        w.updated_ns - :shift * w.f, w.revision,
         json_set({_keys0("w.data")}, '$.id', w.id || :sfx,
+            '$.kind', w.kind || :kind, '$.scope_id', {_tail("w.scope_id", ":scope")},
             '$.parent_id', {_sfx("w.parent_id")},
-            '$.created_at', w.created_ns - :shift, '$.updated_at', w.updated_ns - :shift)
+            '$.created_at', w.created_ns - :shift * w.f,
+            '$.updated_at', w.updated_ns - :shift * w.f)
     FROM temp.src_work w WHERE w.rowid <= :take""",  # noqa: S608 - constant SQL
     """INSERT INTO conduit_key (source, external_id, work_id, ordinal)
     SELECT k.source, k.external_id || :sfx, k.work_id || :sfx, k.ordinal
     FROM temp.src_key k WHERE k.rank <= :take""",
     f"""INSERT INTO conduit_execution (id, work_id, scope_id, attempt, state, executor,
         lease_expires_ns, data)
-    SELECT x.id || :sfx, x.work_id || :sfx, x.scope_id, x.attempt, x.state, x.executor,
-        x.lease_expires_ns,
+    SELECT x.id || :sfx, x.work_id || :sfx, {_tail("x.scope_id", ":scope")}, x.attempt,
+        x.state, x.executor, x.lease_expires_ns,
         json_set(x.data, '$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,
-            '$.created_at', {_ago(_j("x", "created_at"))},
-            '$.updated_at', {_ago(_j("x", "updated_at"))},
-            '$.started_at', {_ago(_j("x", "started_at"))},
-            '$.finished_at', {_ago(_j("x", "finished_at"))})
+            '$.created_at', {_ago(_j("x", "created_at"), "x.f")},
+            '$.updated_at', {_ago(_j("x", "updated_at"), "x.f")},
+            '$.started_at', {_ago(_j("x", "started_at"), "x.f")},
+            '$.finished_at', {_ago(_j("x", "finished_at"), "x.f")})
     FROM temp.src_execution x WHERE x.rank <= :take""",  # noqa: S608 - constant SQL
     f"""INSERT INTO conduit_event (id, source, delivery_id, type, work_id, causation_id,
         scope_id, route_work_id, disposition, routed_ns, data)
     SELECT e.id || :sfx, e.source, e.delivery_id || :sfx, e.type, {_sfx("e.work_id")},
-        {_sfx("e.causation_id")}, e.scope_id, {_sfx("e.route_work_id")}, e.disposition,
-        {_ago("e.routed_ns")},
+        {_sfx("e.causation_id")}, {_tail("e.scope_id", ":scope")}, {_sfx("e.route_work_id")},
+        e.disposition, {_ago("e.routed_ns", "e.f")},
         json_set({_keys0("e.data")}, '$.id', e.id || :sfx,
             '$.delivery_id', e.delivery_id || :sfx,
             '$.work_id', {_sfx("e.work_id")}, '$.causation_id', {_sfx("e.causation_id")},
-            '$.occurred_at', {_ago(_j("e", "occurred_at"))},
-            '$.received_at', {_ago(_j("e", "received_at"))})
+            '$.occurred_at', {_ago(_j("e", "occurred_at"), "e.f")},
+            '$.received_at', {_ago(_j("e", "received_at"), "e.f")})
     FROM temp.src_event e WHERE e.rank <= :take ORDER BY e.seq""",  # noqa: S608 - constant SQL
     f"""INSERT INTO conduit_wait (id, work_id, execution_id, state, data)
     SELECT a.id || :sfx, a.work_id || :sfx, a.execution_id || :sfx, a.state,
@@ -254,9 +303,15 @@ CLONE_SQL = (
             '$.execution_id', a.execution_id || :sfx,
             '$.woken_by', {_sfx(_j("a", "woken_by"))},
             '$.timeout_timer_id', {_sfx(_j("a", "timeout_timer_id"))},
-            '$.created_at', {_ago(_j("a", "created_at"))},
-            '$.updated_at', {_ago(_j("a", "updated_at"))})
+            '$.created_at', {_ago(_j("a", "created_at"), "a.f")},
+            '$.updated_at', {_ago(_j("a", "updated_at"), "a.f")})
     FROM temp.src_wait a WHERE a.rank <= :take""",  # noqa: S608 - constant SQL
+    """INSERT INTO conduit_timer (id, live, revision, fire_ns, work_id, data)
+    SELECT t.id || :sfx, t.live, t.revision, t.fire_ns, t.work_id || :sfx,
+        json_set(t.data, '$.id', t.id || :sfx, '$.work_id', t.work_id || :sfx,
+            '$.template.id', json_extract(t.data, '$.template.id') || :sfx,
+            '$.template.delivery_id', json_extract(t.data, '$.template.delivery_id') || :sfx)
+    FROM temp.src_timer t WHERE t.rank <= :take""",
 )
 
 

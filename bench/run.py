@@ -142,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
             return built[key]
 
         attempt("2", benchmark_2)
-        attempt("3", lambda: worklist.run(ws, history_of("large"), sizes))
+        attempt(
+            "3",
+            lambda: worklist.run(ws, {key: history_of(key) for key in ("small", "large")}, sizes),
+        )
         attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
         attempt("5", lambda: load.run(ws, history_of(args.load_history), sizes))
         attempt("6", lambda: routed.run(ws, sizes, pg))

@@ -2,7 +2,11 @@
 
 from django.urls import path
 
-from bench.admin_site import site
+from bench.admin_site import shipped, site
 from conduit.urls import urlpatterns as project_urls
 
-urlpatterns = [path("bench-admin/", site.urls), *project_urls]
+urlpatterns = [
+    path("bench-admin/", site.urls),
+    path("bench-admin-shipped/", shipped.urls),
+    *project_urls,
+]

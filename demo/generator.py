@@ -73,6 +73,25 @@ FATES: dict[str, tuple[float, float]] = {
     "waiting": (1, 15),
 }
 LIVE_FATES = frozenset({"retrying", "exhausted", "pending", "running", "waiting"})
+# The realistic profile (``--realistic``, the benchmarks' seed; issue 22): about 1% of
+# the Work live (old history has all but finished; the live states sit in the newest
+# 1%), about 3 attempts per Work (a retried Work fails 2 to 5 times before it
+# succeeds) and about 6 Events per Work (the source's updates routed to the Work).
+REALISTIC_RECENT = 0.01
+REALISTIC_FATES: dict[str, tuple[float, float]] = {
+    "completed": (35, 20),
+    "completed_retried": (55, 10),
+    "completed_woken": (5, 5),
+    "failed": (3, 3),
+    "cancelled": (1.5, 4),
+    "retrying": (0.05, 8),
+    "exhausted": (0.3, 5),
+    "pending": (0.02, 10),
+    "running": (0.03, 15),
+    "waiting": (0.1, 20),
+}
+REALISTIC_RETRIES = (2, 5)  # failed attempts before a retried Work succeeds
+REALISTIC_UPDATES = (3, 6)  # the source's update Events per finished Work
 WAKE_FLOWS = frozenset({"billing.charge", "support.ticket", "deploy.service"})
 
 
@@ -113,6 +132,7 @@ class Generator:
     artifacts: FileArtifactStore | None = None
     progress: Callable[[int, int, float], None] | None = None
     end: Nanos = 0  # the newest history time (default: ten minutes ago)
+    realistic: bool = False  # the REALISTIC_* profile rather than the demo's mix
 
     def __post_init__(self) -> None:
         self.made = 0
@@ -181,10 +201,11 @@ class Generator:
         for plan in sorted(previous, key=lambda p: p.parent is None):
             self._finish(tx, plan)
         plans: list[Plan] = []
-        fates = list(FATES)
-        old, new = ([FATES[f][i] for f in fates] for i in (0, 1))
+        table = REALISTIC_FATES if self.realistic else FATES
+        fates = list(table)
+        old, new = ([table[f][i] for f in fates] for i in (0, 1))
         flows = catalog.EXTERNAL_FLOWS
-        recent_from = self.works * (1 - RECENT)
+        recent_from = self.works * (1 - (REALISTIC_RECENT if self.realistic else RECENT))
         while len(plans) < size:
             flow = self.rng.choices(flows, [f.weight for f in flows])
             weights = new if self.made + len(plans) >= recent_from else old
@@ -272,8 +293,9 @@ class Generator:
         if fate == "completed":
             self._complete(tx, p)
         elif fate == "completed_retried":
-            self._fail_attempt(tx, p)
-            self._next_attempt(tx, p, claim=True)
+            for _ in range(self.rng.randint(*REALISTIC_RETRIES) if self.realistic else 1):
+                self._fail_attempt(tx, p)
+                self._next_attempt(tx, p, claim=True)
             self._complete(tx, p)
         elif fate == "failed":
             self._fail_attempt(tx, p, then=WorkState.FAILED)
@@ -293,7 +315,25 @@ class Generator:
             p.work = tx.put_work(replace(p.work, state=WorkState.READY))
             self._next_attempt(tx, p, claim=False)
         # "running", "waiting" and an unclaimed "pending" stay as they are.
+        if self.realistic and p.work.terminal and p.work.keys:
+            self._updates(tx, p)
         self.states[p.work.state.value] += 1
+
+    def _updates(self, tx: Tx, p: Plan) -> None:
+        """The source's later updates about a finished Work's object, routed to it."""
+        key = p.work.keys[0]
+        for n in range(self.rng.randint(*REALISTIC_UPDATES)):
+            event = Event(
+                id=self.new_id(),
+                source=key.source,
+                delivery_id=f"dlv_{self.token(16)}",
+                type=f"{p.flow.opens.rsplit('.', 1)[0]}.updated",
+                keys=(key,),
+                payload=Payload(
+                    "demo.update", json.dumps({"id": key.external_id, "n": n}).encode()
+                ),
+            )
+            tx.mark_routed(self.accept(tx, event, p.flow.scope), p.work.id, "routed")
 
     def _wake(self, tx: Tx, p: Plan) -> str:
         """Wake the parked attempt with a new Event: Wait woken, timeout removed,

@@ -30,6 +30,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--days", type=float, default=21.0, help="history spans the past DAYS (21)"
         )
+        parser.add_argument(
+            "--realistic",
+            action="store_true",
+            help="about 1%% live, 3 attempts and 6 Events per Work (the benchmarks' seed)",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress line")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -46,6 +51,7 @@ class Command(BaseCommand):
             seed=options["seed"],
             batch=options["batch"],
             days=options["days"],
+            realistic=options["realistic"],
             artifacts=default_artifacts(),
             progress=_progress if show else None,
         )
