@@ -75,7 +75,7 @@ FATES: dict[str, tuple[float, float]] = {
 LIVE_FATES = frozenset({"retrying", "exhausted", "pending", "running", "waiting"})
 # The realistic profile (``--realistic``, the benchmarks' seed; issue 22): about 1% of
 # the Work live (old history has all but finished; the live states sit in the newest
-# 1%), about 3 attempts per Work (a retried Work fails 2 to 5 times before it
+# 1%), about 2.5 attempts per Work (a retried Work fails 2 to 5 times before it
 # succeeds) and about 6 Events per Work (the source's updates routed to the Work).
 REALISTIC_RECENT = 0.01
 REALISTIC_FATES: dict[str, tuple[float, float]] = {
