@@ -111,8 +111,11 @@ def checkpoint(data: DataDir) -> None:
         con.close()
 
 
-def amplify(ws: Workspace, seed: Seed, works: int, name: str) -> DataDir:
-    """A copy of the seed grown to ``works`` Work with cloned terminal history."""
+def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool = True) -> DataDir:
+    """A copy of the seed grown to ``works`` Work: every Work cloned, so the live set
+    grows in proportion (``proportional``, the realistic history), or its terminal
+    Work only, so every size keeps the seed's own live set (benchmark 2 compares
+    retained history under one live set)."""
     data = ws.copy_of(seed.data, name)
     con = sqlite3.connect(data.db, isolation_level=None)
     try:
@@ -121,7 +124,7 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str) -> DataDir:
         con.execute("PRAGMA temp_store=MEMORY")
         have = con.execute("SELECT count(*) FROM conduit_work").fetchone()[0]
         if works > have:
-            _clone(con, works - have, name)
+            _clone(con, works - have, name, proportional)
     finally:
         con.close()
     child(data, "history.rebuild_tally")
@@ -143,12 +146,13 @@ CLONED = (
 )
 
 
-def _clone(con: sqlite3.Connection, need: int, name: str) -> None:
+def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool) -> None:
     """Copy the seed's terminal rows into temp tables, numbered by their Work's rank
     (so a partial last copy takes the first N Work and exactly what belongs to them),
     then insert shifted, renamed copies until ``need`` Work were added."""
     con.execute("BEGIN")
-    con.execute(SOURCE_SQL[0], TERMINAL_WORK)
+    # f >= 0: every Work; f >= 1: the terminal Work only.
+    con.execute(SOURCE_SQL[0], (*TERMINAL_WORK, 0 if proportional else 1))
     for statement in SOURCE_SQL[1:]:
         con.execute(statement)
     con.execute("COMMIT")
@@ -225,8 +229,8 @@ def _j(alias: str, field: str) -> str:
 # stay as recent as the seed's live set. Noise Events (routed to no Work) get rank 0:
 # every copy takes them.
 SOURCE_SQL = (
-    "CREATE TEMP TABLE src_work AS SELECT *, CASE WHEN state IN (?, ?, ?) THEN 1 ELSE 0 END"
-    " AS f FROM conduit_work ORDER BY created_ns, id",
+    "CREATE TEMP TABLE src_work AS SELECT * FROM (SELECT *, CASE WHEN state IN (?, ?, ?)"
+    " THEN 1 ELSE 0 END AS f FROM conduit_work) WHERE f >= ? ORDER BY created_ns, id",
     """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, k.* FROM conduit_key k
     JOIN temp.src_work s ON s.id = k.work_id""",
     """CREATE TEMP TABLE src_execution AS SELECT s.rowid AS rank, s.f AS f, x.*

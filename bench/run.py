@@ -127,24 +127,31 @@ def main(argv: list[str] | None = None) -> int:
             section, built["small"], built["large"] = selection.run(ws, seed, sizes, pg)
             return section
 
-        def history_of(key: str) -> DataDir:
+        def history_of(key: str, realistic: bool = False) -> DataDir:
+            """Benchmark 2's histories (the seed's live set under more retained
+            history), or the realistic ones (everything in proportion, benchmark 3)."""
             if key == "routed":  # benchmark 9: as many Work as workflows
                 if sizes.routed_workflows == sizes.small:
                     return history_of("small")
                 if sizes.routed_workflows == sizes.large:
                     return history_of("large")
-            if key not in built:
+            name = f"realistic-{key}" if realistic else key
+            if name not in built:
                 works = {"small": sizes.small, "large": sizes.large}.get(
                     key, sizes.routed_workflows
                 )
-                log(f"history: {works:,} Work")
-                built[key] = history.amplify(ws, seed, works, f"history-{key}")
-            return built[key]
+                log(f"history: {works:,} Work{' (realistic)' if realistic else ''}")
+                built[name] = history.amplify(
+                    ws, seed, works, f"history-{name}", proportional=realistic
+                )
+            return built[name]
 
         attempt("2", benchmark_2)
         attempt(
             "3",
-            lambda: worklist.run(ws, {key: history_of(key) for key in ("small", "large")}, sizes),
+            lambda: worklist.run(
+                ws, {key: history_of(key, realistic=True) for key in ("small", "large")}, sizes
+            ),
         )
         attempt("4", lambda: readers.run(ws, history_of("small"), sizes))
         attempt("5", lambda: load.run(ws, history_of(args.load_history), sizes))

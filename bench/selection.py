@@ -76,8 +76,8 @@ def _size(value: Any) -> int:
 
 def _pair(ws: Workspace, seed: Seed, sizes: Sizes) -> tuple[DataDir, DataDir]:
     log(f"benchmark 2: histories of {sizes.small:,} and {sizes.large:,} Work")
-    small = amplify(ws, seed, sizes.small, "history-small")
-    large = amplify(ws, seed, sizes.large, "history-large")
+    small = amplify(ws, seed, sizes.small, "history-small", proportional=False)
+    large = amplify(ws, seed, sizes.large, "history-large", proportional=False)
     return small, large
 
 

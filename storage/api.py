@@ -173,14 +173,22 @@ class Tx(Protocol):
         ...
 
     def expired_executions(
-        self, at: Nanos, scope_ids: Sequence[str] | None = None
+        self, at: Nanos, scope_ids: Sequence[str] | None = None, limit: int = 0
     ) -> list[Execution]:
         """Running attempts whose lease expired by ``at``, the oldest expiry first."""
         ...
 
-    def overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> list[Timer]:
+    def count_expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None = None
+    ) -> int: ...
+
+    def overdue_timers(
+        self, at: Nanos, scope_ids: Sequence[str] | None = None, limit: int = 0
+    ) -> list[Timer]:
         """Timers due by ``at`` of Work in any of ``scope_ids``, the earliest first."""
         ...
+
+    def count_overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> int: ...
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """Ready Work with an attempt, none live and no Timer, among ``query``'s."""

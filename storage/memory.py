@@ -252,12 +252,24 @@ class MemoryTx(BaseTx):
         live = self._list("execution", live=True)
         return series.select_running(scope_ids, limit, live, self._scope_of())
 
-    def _expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Execution]:
+    def _expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
         live = self._list("execution", live=True)
-        return series.select_expired(at, scope_ids, live, self._scope_of())
+        chosen = series.select_expired(at, scope_ids, live, self._scope_of())
+        return chosen[:limit] if limit else chosen
 
-    def _overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Timer]:
-        return series.select_overdue(at, scope_ids, self._list("timer"), self._scope_of())
+    def _count_expired(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        return len(self._expired_executions(at, scope_ids, 0))
+
+    def _overdue_timers(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Timer]:
+        chosen = series.select_overdue(at, scope_ids, self._list("timer"), self._scope_of())
+        return chosen[:limit] if limit else chosen
+
+    def _count_overdue(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        return len(self._overdue_timers(at, scope_ids, 0))
 
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         return triage.select_error_groups(query, self._list("work"))

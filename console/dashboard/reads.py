@@ -105,6 +105,9 @@ class Dashboard:
     longest_running: list[Execution]
     expired: list[Execution]  # running attempts whose lease expired, oldest expiry first
     overdue: list[Timer]  # due Timers, earliest first
+    # How many of each there are; the lists above hold the first LIST_SIZE only.
+    expired_count: int
+    overdue_count: int
     tries: dict[str, LastTry]  # the listed Work's last attempts (exhausted, oldest waiting)
 
 
@@ -122,6 +125,8 @@ def read_dashboard(
     """Queries: the stamp (2), the Scopes (1), live facets (1, from the tally), the
     three series (1 each), exhausted Work (2), oldest waiting (1), the first failure
     (1), the longest running and the expired attempts (1 each), overdue Timers (1),
+    the expired attempts and overdue Timers counted (1 each: the lists hold the first
+    ``LIST_SIZE``, so a backlog of either costs its count, not its records),
     the listed Work's last tries (3), and without a ``window`` the first Event (1,
     ``auto_window``). Every selection is by indexed columns (an attempt's Scope is a
     column of its row): no record is decoded but those shown. ``now`` fixes the
@@ -167,8 +172,10 @@ def read_dashboard(
             oldest_waiting=oldest_waiting,
             first_failed=next(iter(tx.query_works(first_failure)), None),
             longest_running=tx.running_executions(listed, LIST_SIZE),
-            expired=tx.expired_executions(now, listed),
-            overdue=tx.overdue_timers(now, listed),
+            expired=tx.expired_executions(now, listed, LIST_SIZE),
+            overdue=tx.overdue_timers(now, listed, LIST_SIZE),
+            expired_count=tx.count_expired_executions(now, listed),
+            overdue_count=tx.count_overdue_timers(now, listed),
             tries=read_last_tries(tx, list({w.id: w for w in exhausted + oldest_waiting}.values())),
         )
 

@@ -457,18 +457,24 @@ class OrmReads(BaseTx):
         rows = self._column(sql, [since, before, *params])
         return [codec.decode(Execution, d) for d in rows]
 
-    def _live_attempts(
-        self, where: str, params: list[Any], scope_ids: Sequence[str] | None, order: str
-    ) -> list[Execution]:
-        """Running attempts (through the live partial indexes, whose predicate comes
-        first, as written there) meeting ``where``, in ``order``."""
+    def _running(
+        self, what: str, where: str, params: list[Any], scope_ids: Sequence[str] | None
+    ) -> tuple[str, list[Any]]:
+        """SELECT ``what`` of the running attempts (through the live partial indexes,
+        whose predicate comes first, as written there) meeting ``where``."""
         live = schema.TABLES["execution"].live_sql
         scoped, scope_params = ("", []) if scope_ids is None else self._in("scope_id", scope_ids)
         sql = (
-            f"SELECT data FROM {schema.EXECUTION} WHERE {live} AND state = 'running'"
-            f"{where}{scoped} ORDER BY {order}"
+            f"SELECT {what} FROM {schema.EXECUTION} WHERE {live} AND state = 'running'"
+            f"{where}{scoped}"
         )
-        rows = self._column(sql, [*params, *scope_params])
+        return sql, [*params, *scope_params]
+
+    def _live_attempts(
+        self, where: str, params: list[Any], scope_ids: Sequence[str] | None, order: str
+    ) -> list[Execution]:
+        sql, bound = self._running("data", where, params, scope_ids)
+        rows = self._column(f"{sql} ORDER BY {order}", bound)
         return [codec.decode(Execution, d) for d in rows]
 
     def _running_executions(self, scope_ids: Sequence[str] | None, limit: int) -> list[Execution]:
@@ -476,18 +482,34 @@ class OrmReads(BaseTx):
         order = f"{started}, id" + (f" LIMIT {int(limit)}" if limit else "")
         return self._live_attempts("", [], scope_ids, order)
 
-    def _expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Execution]:
-        return self._live_attempts(
-            " AND lease_expires_ns <= %s", [at], scope_ids, "lease_expires_ns, id"
-        )
+    def _expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
+        order = "lease_expires_ns, id" + (f" LIMIT {int(limit)}" if limit else "")
+        return self._live_attempts(" AND lease_expires_ns <= %s", [at], scope_ids, order)
 
-    def _overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Timer]:
+    def _count_expired(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        sql, bound = self._running("COUNT(*)", " AND lease_expires_ns <= %s", [at], scope_ids)
+        return int(self._one(sql, bound))
+
+    def _due(self, what: str, at: Nanos, scope_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
         scoped, params = ("", []) if scope_ids is None else self._in(_TIMER_SCOPE, scope_ids)
         sql = (
-            f"SELECT t.data FROM {schema.TIMER} t WHERE t.live = {self.dialect.true} "
-            f"AND t.fire_ns <= %s{scoped} ORDER BY t.fire_ns, t.id"
+            f"SELECT {what} FROM {schema.TIMER} t WHERE t.live = {self.dialect.true} "
+            f"AND t.fire_ns <= %s{scoped}"
         )
-        return [codec.decode(Timer, d) for d in self._column(sql, [at, *params])]
+        return sql, [at, *params]
+
+    def _overdue_timers(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Timer]:
+        sql, params = self._due("t.data", at, scope_ids)
+        sql += " ORDER BY t.fire_ns, t.id" + (f" LIMIT {int(limit)}" if limit else "")
+        return [codec.decode(Timer, d) for d in self._column(sql, params)]
+
+    def _count_overdue(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        sql, params = self._due("COUNT(*)", at, scope_ids)
+        return int(self._one(sql, params))
 
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         # One GROUP BY (group, kind, state) over the work_error_groups covering index,

@@ -71,20 +71,38 @@ class DashboardRules(TxBase):
         return self._running_executions(scope_ids, limit)
 
     def expired_executions(
-        self, at: Nanos, scope_ids: Sequence[str] | None = None
+        self, at: Nanos, scope_ids: Sequence[str] | None = None, limit: int = 0
     ) -> list[Execution]:
         """Running attempts of Work in any of ``scope_ids`` whose lease expired by
-        ``at``, the oldest expiry first: nobody is running them any more."""
+        ``at``, the oldest expiry first, at most ``limit`` (0: all): nobody is running
+        them any more."""
         self._check()
+        fields.require_limit(limit)
         series.check_scope_ids(scope_ids)
-        return self._expired_executions(at, scope_ids)
+        return self._expired_executions(at, scope_ids, limit)
 
-    def overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> list[Timer]:
-        """Timers due by ``at`` of Work in any of ``scope_ids`` ("" for a Timer serving
-        no Work), the earliest first: ``due_timers`` of a Scope subtree."""
+    def count_expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> int:
+        """How many ``expired_executions`` selects (an index count: none decoded)."""
         self._check()
         series.check_scope_ids(scope_ids)
-        return self._overdue_timers(at, scope_ids)
+        return self._count_expired(at, scope_ids)
+
+    def overdue_timers(
+        self, at: Nanos, scope_ids: Sequence[str] | None = None, limit: int = 0
+    ) -> list[Timer]:
+        """Timers due by ``at`` of Work in any of ``scope_ids`` ("" for a Timer serving
+        no Work), the earliest first, at most ``limit`` (0: all): ``due_timers`` of a
+        Scope subtree."""
+        self._check()
+        fields.require_limit(limit)
+        series.check_scope_ids(scope_ids)
+        return self._overdue_timers(at, scope_ids, limit)
+
+    def count_overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None = None) -> int:
+        """How many ``overdue_timers`` selects (an index count: none decoded)."""
+        self._check()
+        series.check_scope_ids(scope_ids)
+        return self._count_overdue(at, scope_ids)
 
     def exhausted_works(self, query: WorkQuery) -> list[Work]:
         """``query``'s Work that is exhausted (ready, has had an attempt, no live

@@ -243,12 +243,26 @@ class Rows(ABC):
         """Running attempts in ``scope_ids`` (``series.select_running``)."""
 
     @abstractmethod
-    def _expired_executions(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Execution]:
-        """Running attempts expired by ``at`` (``series.select_expired``)."""
+    def _expired_executions(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Execution]:
+        """Running attempts expired by ``at`` (``series.select_expired``), at most
+        ``limit`` (0: all)."""
 
     @abstractmethod
-    def _overdue_timers(self, at: Nanos, scope_ids: Sequence[str] | None) -> list[Timer]:
-        """Timers due by ``at`` in ``scope_ids`` (``series.select_overdue``)."""
+    def _count_expired(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        """How many running attempts expired by ``at`` (counted, not decoded)."""
+
+    @abstractmethod
+    def _overdue_timers(
+        self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
+    ) -> list[Timer]:
+        """Timers due by ``at`` in ``scope_ids`` (``series.select_overdue``), at most
+        ``limit`` (0: all)."""
+
+    @abstractmethod
+    def _count_overdue(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
+        """How many Timers are due by ``at`` in ``scope_ids`` (counted, not decoded)."""
 
     @abstractmethod
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:

@@ -62,6 +62,6 @@ def test_a_window_named_in_the_url_wins_and_stays_in_its_links(as_alice):
 
 def test_choosing_the_window_costs_one_query(as_alice, django_assert_num_queries):
     f.exhausted("x1")
-    # As test_dashboard's pinned count for a named window (20), plus the first Event.
-    with django_assert_num_queries(21, connection=connections["view"]):
+    # As test_dashboard's pinned count for a named window (22), plus the first Event.
+    with django_assert_num_queries(23, connection=connections["view"]):
         assert as_alice.get("/dashboard").status_code == 200

@@ -1,6 +1,7 @@
 """The dashboards' "right now" lists of a Scope subtree: the longest running attempts
 (``running_executions``), the running attempts whose lease expired
-(``expired_executions``) and the overdue Timers (``overdue_timers``). On every backend
+(``expired_executions``) and the overdue Timers (``overdue_timers``), with their
+counts (``count_expired_executions``, ``count_overdue_timers``). On every backend
 they equal their meaning in ``storage.meaning.series`` over the stored records, and
 select a Scope's attempts by their Work's Scope (the ORM reads it from the attempt's
 own column, written at its INSERT) without reading the Scope's Work."""
@@ -68,6 +69,11 @@ def test_the_live_lists_of_a_scope_agree_with_their_meaning(store: Store, clock:
                     ids(t.overdue_timers(at, scope_ids)),
                 )
                 assert got == _expected(t, at, scope_ids), (at, scope_ids)
+                # Counted without decoding; a limit keeps the first.
+                assert t.count_expired_executions(at, scope_ids) == len(got[1])
+                assert t.count_overdue_timers(at, scope_ids) == len(got[2])
+                assert ids(t.expired_executions(at, scope_ids, 1)) == got[1][:1]
+                assert ids(t.overdue_timers(at, scope_ids, 1)) == got[2][:1]
 
         store.view(check)
 
@@ -92,5 +98,7 @@ def test_the_live_lists_refuse_a_bare_string_of_scopes(store: Store) -> None:
         raises(Invalid, lambda: t.expired_executions(0, "acme"), what)  # type: ignore[arg-type]
         raises(Invalid, lambda: t.overdue_timers(0, "acme"), what)  # type: ignore[arg-type]
         raises(Invalid, lambda: t.running_executions(None, -1), "a negative limit")
+        raises(Invalid, lambda: t.expired_executions(0, None, -1), "a negative limit")
+        raises(Invalid, lambda: t.overdue_timers(0, None, -1), "a negative limit")
 
     store.view(bare)
