@@ -25,6 +25,7 @@ from ..records import (
     Nanos,
     WaitState,
     Work,
+    WorkQuery,
     WorkState,
 )
 from .rows import Rows
@@ -145,6 +146,18 @@ class TxBase(Rows):
         self._tally.clear()
         if changed:
             self._add_tally(changed)
+
+    def _tally_count(self, query: WorkQuery) -> int | None:
+        """``count_works`` from the tally, when it answers the query: by states, Scope
+        and kind, exhausted or not (the tally counts exhausted Work per combination
+        too); None otherwise."""
+        exhausted = query.exhausted
+        keyed = replace(query, exhausted=False)
+        if not tally.answers(keyed):
+            return None
+        self._settle_tally()
+        facets = self._tally_facets(keyed)
+        return facets.exhausted if exhausted else sum(facets.state.values())
 
     def _touch(self, work_id: str, attempt: bool = False) -> None:
         """Note a Work whose triage marks (``Work.exhausted``, ``error_group``) may

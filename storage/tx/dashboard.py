@@ -115,7 +115,9 @@ class DashboardRules(TxBase):
     def count_exhausted(self, query: WorkQuery) -> int:
         self._check()
         check_query(query)
-        return self._count_works(replace(query, exhausted=True))
+        exhausted = replace(query, exhausted=True)
+        counted = self._tally_count(exhausted)
+        return self._count_works(exhausted) if counted is None else counted
 
     def error_groups(self, query: WorkQuery, limit: int = 0) -> list[ErrorGroup]:
         """The error groups of ``query``'s failed and exhausted Work, the largest first

@@ -139,10 +139,8 @@ class WorkRules(TxBase):
     def count_works(self, query: WorkQuery) -> int:
         self._check()
         check_query(query)
-        if tally.answers(query):
-            self._settle_tally()
-            return sum(self._tally_facets(query).state.values())
-        return self._count_works(query)
+        counted = self._tally_count(query)
+        return self._count_works(query) if counted is None else counted
 
     def work_facets(self, query: WorkQuery) -> WorkFacets:
         """From the tally when it answers ``query`` (states, Scope and kind only:
