@@ -78,6 +78,10 @@ class RoutedWorkflowRow(RoutedRow):
             models.Index(fields=["kind", "id"], name="rt_workflow_kind"),
             models.Index(fields=["reason", "id"], name="rt_workflow_reason"),
             models.Index(fields=["parent", "id"], name="rt_workflow_dep"),
+            # Covering the facets' grouped counts under a status or a reason condition
+            # (index only: a count never reads the JSON rows).
+            models.Index(fields=["status", "reason", "kind", "parent"], name="rt_workflow_sfacets"),
+            models.Index(fields=["reason", "status", "kind", "parent"], name="rt_workflow_rfacets"),
         ]
 
 
