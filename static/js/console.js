@@ -505,7 +505,7 @@
     ["k", "Move to the previous row"],
     ["x", "Select or unselect the focused row"],
     ["Enter", "Open the focused row"],
-    ["r", "Refresh the list now"],
+    ["r", "Refresh the list now (or show the new rows a calm list is holding back)"],
     ["t", "Switch the theme"],
     ["?", "Show these keys"],
     ["Esc", "Close this help"]
@@ -560,7 +560,13 @@
       window.location.reload();
       return;
     }
-    regions.forEach(function (el) { window.htmx.trigger(el, "consolewake"); });
+    regions.forEach(function (el) {
+      // An explicit refresh on a calm list that is holding new rows back shows them:
+      // the operator asked for the current list, not for another "N new".
+      var reveal = el.querySelector("[data-calm-reveal]");
+      if (reveal && !reveal.disabled) reveal.click();
+      else window.htmx.trigger(el, "consolewake");
+    });
   }
 
   function helpDialog() {

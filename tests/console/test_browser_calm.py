@@ -54,3 +54,28 @@ def test_a_new_row_waits_above_a_still_list_until_shown(live_server, browser_pag
     expect(first).to_have_text("w4")
     expect(page.locator("#workspace [data-calm-reveal]")).to_have_count(0)
     assert console_errors == []
+
+
+def test_r_shows_the_new_rows_a_calm_list_holds_back(live_server, browser_page, console_errors):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    for name in ("w1", "w2"):
+        f.work(name)
+    sign_in(page, live_server, "/")
+    page.select_option("#poll-every", "2")
+    page.wait_for_selector("#workspace[data-calm][hx-trigger='every 2s, consolewake']")
+    page.mouse.move(0, 0)
+    first = page.locator("#workspace tbody tr td.id a").first
+    expect(first).to_have_text("w2")
+
+    with page.expect_response(lambda r: is_poll(r) and r.status == 200, timeout=15_000):
+        f.work("w3")
+    expect(page.locator("#workspace [data-calm-reveal]")).to_have_text("1 new, show")
+
+    # The keyboard's refresh is an explicit ask for the list as it is now.
+    page.locator("body").click(position={"x": 1, "y": 1})
+    page.keyboard.press("r")
+    expect(first).to_have_text("w3")
+    expect(page.locator("#workspace [data-calm-reveal]")).to_have_count(0)
+    assert console_errors == []
