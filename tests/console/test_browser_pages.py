@@ -35,6 +35,8 @@ UUID = "3f2b8c1e-9d4a-4e7b-b6c2-5a1f0e9d8c7b"
 DIGEST = "sha256-" + "9c1f" * 16
 DOTTED = "tenant.acme-industries.eu-west-1.billing.invoice-run.2026-12-01T03:00:00Z"
 
+# slow: each size walks about 30 pages with two axe passes each (axe reads the whole
+# document); 4 minutes a size with the machine at load 16, far less on an idle one.
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
