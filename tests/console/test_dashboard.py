@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from console.dashboard.reads import parse_window, read_dashboard
+from console.dashboard.reads import LIST_SIZE, parse_window, read_dashboard
 from console.urlstate import parse_since
 from storage import (
     LIVE_EXECUTION_STATES,
@@ -405,3 +405,19 @@ def test_each_chart_has_a_table_with_the_numbers_and_links_of_its_picture(as_ali
     assert tabled == drawn
     assert 'aria-hidden="true"' in page.split('<svg class="columns"', 1)[1][:200]
     assert 'role="img"' not in page
+
+
+def test_more_expired_leases_than_it_lists_link_to_the_expired_preset_of_its_scope(as_alice):
+    f.scope("acme x")
+    for i in range(LIST_SIZE + 1):
+        f.running(f"lapsed-{i}", scope_id="acme x", lease=0.001)
+    f.running("elsewhere", lease=0.001)
+
+    page = as_alice.get("/dashboard/acme%20x").content.decode()
+    link = re.search(r'<a href="([^"]*)">All 11 on the Executions page</a>', page)
+    assert link is not None
+    target = html.unescape(link.group(1))
+    assert target == "/executions?expired=1&within=acme%20x"
+    listed = as_alice.get(target).content.decode()
+    assert all(f"lapsed-{i}" in listed for i in range(LIST_SIZE + 1))
+    assert "elsewhere" not in listed
