@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import FullResultSet
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import CharField, Count, F, Max, Min, Q, QuerySet, Value
+from django.db.models.functions import Concat
 
 from .. import codec
 from ..meaning.events import EventScan
@@ -123,10 +124,19 @@ class OrmReads(BaseTx):
     def _filtered(self, q: WorkQuery) -> QuerySet[WorkRow]:
         self.flush()
         qs = WorkRow.objects.using(self.alias).all()
+        scope = "scope_id"
+        if q.exhausted and (q.scope_id or q.scope_ids):
+            # The exhausted Work are few and have their own partial indexes; with a
+            # Scope filter beside it, SQLite (no statistics) took the Scope's index and
+            # read every Work of the Scope (250 ms at 100,000 Work, a Scope dashboard's
+            # exhausted list). Compared through ``scope_id || ''`` the Scope leaves it
+            # no index but the exhausted ones, on both engines; same rows.
+            unindexed = Concat(F("scope_id"), Value(""), output_field=CharField())
+            qs, scope = qs.alias(scope_unindexed=unindexed), "scope_unindexed"
         if q.states:
             qs = qs.filter(state__in=sorted(s.value for s in q.states))
         if q.scope_id:
-            qs = qs.filter(scope_id=q.scope_id)
+            qs = qs.filter(**{scope: q.scope_id})
         if q.kind:
             qs = qs.filter(kind=q.kind)
         if q.parent_id:
@@ -138,7 +148,7 @@ class OrmReads(BaseTx):
         if q.updated_since is not None:
             qs = qs.filter(updated_ns__gte=q.updated_since)
         if q.scope_ids:
-            qs = qs.filter(scope_id__in=sorted(q.scope_ids))
+            qs = qs.filter(**{f"{scope}__in": sorted(q.scope_ids)})
         if q.updated_before is not None:
             qs = qs.filter(updated_ns__lt=q.updated_before)
         if q.exhausted:
