@@ -24,8 +24,11 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 
 # Record format: bumped with every change to a stored field (see tests/storage/
 # test_record_fields.py). 2 added Event.actor, 3 Binding.pass_env, 4 the Event scope,
-# 5 Work.exhausted and Work.error_group.
-RECORD_FORMAT = 5
+# 5 Work.exhausted and Work.error_group, 6 no field but what every write now keeps
+# beside the records (the Work tally, an attempt's Scope column): a format-5 process
+# would write Work and attempts without them, leaving facet counts and dashboards
+# wrong, so it must stop writing once format-6 code has opened the store.
+RECORD_FORMAT = 6
 SCHEMA_VERSION = 1
 
 

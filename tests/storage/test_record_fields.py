@@ -150,6 +150,9 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     4: (("StoredEvent", "scope_id", "str"),),
     # The triage marks storage keeps on each Work (both in one format: one change).
     5: (("Work", "exhausted", "bool"), ("Work", "error_group", "str")),
+    # No record field: the Work tally (migration 0009) and the attempt's Scope column
+    # (0011) are kept by every write, so a format-5 writer must be stopped (RecordsNewer).
+    6: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}
