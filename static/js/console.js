@@ -611,6 +611,10 @@
     "/": function () {
       var box = document.querySelector("main input[type=search], main input[name=q]");
       if (!box) return false;
+      // On a phone the filters start folded away in a <details>: unfold it, or the
+      // box cannot take the focus.
+      var folded = box.closest("details:not([open])");
+      if (folded) folded.open = true;
       box.focus();
       box.select();
     },

@@ -113,3 +113,21 @@ def test_save_a_view_open_it_from_the_menu_and_drive_the_list_by_keys(
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
     assert console_errors == []
+
+
+def test_slash_on_a_phone_unfolds_the_filters_and_focuses_the_search(
+    live_server, browser_page, console_errors
+):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    page.set_viewport_size({"width": 360, "height": 800})
+    f.work("w1")
+    sign_in(page, live_server, "/")
+    # On a phone the results come first: the filters start folded away.
+    expect(page.locator("#filters-disclosure")).not_to_have_attribute("open", "")
+    page.locator("h1").click()
+    page.keyboard.press("/")
+    expect(page.locator("input[name=q]")).to_be_focused()
+    expect(page.locator("#filters-disclosure")).to_have_attribute("open", "")
+    assert console_errors == []
