@@ -259,6 +259,11 @@ def test_a_change_by_another_process_appears_without_reloading(
     process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     assert process.wait(timeout=60) == 0
 
+    # A calm list: the new row waits above the rows shown until the operator asks.
+    page.mouse.move(0, 0)  # not over the rows (that alone holds a swap back)
+    reveal = page.locator("#workspace [data-calm-reveal]")
+    expect(reveal).to_have_text("1 new, show", timeout=TIMEOUT)
+    reveal.click()
     expect(page.locator("#workspace")).to_contain_text("from-elsewhere", timeout=TIMEOUT)
     assert page.evaluate("window.__marker") == "same page"  # no reload happened
     expect(page.locator("#live-status")).to_contain_text("live")
