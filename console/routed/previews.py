@@ -31,6 +31,7 @@ from storage.routed.records import (
     AttemptRecord,
     DeploymentRecord,
     DesiredState,
+    RunRecord,
     Stored,
     WorkflowRecord,
 )
@@ -148,9 +149,12 @@ def _preview(r: RoutedRules, action: RoutedAction, wf_id: WorkflowID) -> Preview
     except RoutedNotFound:
         desired = None
     cancel_desired = desired is not None and desired.cancel_precedence
-    attempts = [a for run in r.list_runs(wf_id) for a in r.list_attempts(run.record.run_id)]
+    runs = r.list_runs(wf_id)
+    # One statement for every run's attempts: the confirmation's cost does not grow
+    # with a pipeline's stages (pinned in tests/console/test_routed_control_views.py).
+    attempts = r.attempts_of_runs([run.record.run_id for run in runs])
     live = [a.record for a in attempts if a.record.status in _LIVE]
-    touches = _touches(r, action, wf_id, live)
+    touches = _touches(r, action, wf_id, runs, live)
     refusal = ""
     if action not in allowed_actions(status, cancel_desired=cancel_desired):
         refusal = f"the workflow is {status.name}"
@@ -205,7 +209,11 @@ def _continue(
 
 
 def _touches(
-    r: RoutedRules, action: RoutedAction, wf_id: WorkflowID, live: list[AttemptRecord]
+    r: RoutedRules,
+    action: RoutedAction,
+    wf_id: WorkflowID,
+    runs: list[Stored[RunRecord]],
+    live: list[AttemptRecord],
 ) -> list[Touch]:
     spec = _TARGETS.get(action)
     if spec is None:
@@ -239,7 +247,7 @@ def _touches(
                     f"runs on to its pause boundary, keeping {held}",
                 )
             )
-    for run in r.list_runs(wf_id):
+    for run in runs:
         if moves(run.record.status, run_to):
             found.append(Touch("run", run.record.run_id, run.record.status.name, run_to.name))
     for node in r.list_nodes(wf_id):

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from console.actions import new_token
 from console.routed import actions as a
 from console.routed.authority import PERMISSION
 from storage.routed.enums import AttemptStatus, AuthorityScope, WorkflowStatus
 from tests.console import routedcontrol as rc
+from tests.console import routedfactories as rf
 from tests.console.conftest import DB
 
 pytestmark = DB
@@ -287,3 +289,19 @@ def test_the_list_rows_and_the_deployments_page_carry_the_controls(controller, v
     assert "data-routed-action" not in seen
     assert "data-bulk=" not in seen
     assert "data-deployment-action" not in seen
+
+
+def test_a_confirmation_costs_the_same_whatever_the_pipeline(controller, django_assert_num_queries):
+    from django.db import connections
+
+    small, _ = rc.running()
+    big, _ = rf.pipeline(stages=5)
+    for action in ("pause", "cancel", "continue"):
+        counts = []
+        for admission in (small, big):
+            with CaptureQueriesContext(connections["view"]) as seen:
+                assert controller.get(url(action, admission.receipt.workflow_id)).status_code == 200
+            counts.append(len(seen))
+        assert counts[0] == counts[1], (action, counts)
+    with django_assert_num_queries(11, connection=connections["view"]):
+        controller.get(url("pause", big.receipt.workflow_id))
