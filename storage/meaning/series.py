@@ -58,6 +58,11 @@ def check_scope_ids(scope_ids: Sequence[str] | None) -> None:
         raise Invalid("scope_ids takes a sequence of Scope IDs, not a string")
 
 
+def _in_scopes(scope_ids: Sequence[str] | None, work_id: str, scope_of: Mapping[str, str]) -> bool:
+    """Whether a record of ``work_id`` is in the selection (``None``: every Scope)."""
+    return scope_ids is None or scope_of.get(work_id, "") in scope_ids
+
+
 def series_states(query: WorkQuery) -> list[WorkState]:
     """The states a Work series reports: the query's, else all of them."""
     return [s for s in WorkState if not query.states or s in query.states]
@@ -99,7 +104,7 @@ def attempt_series(
     counts = [0] * buckets.count
     for x in executions:
         i = buckets.index(x.started_at) if x.started_at else None
-        if i is not None and (scope_ids is None or scope_of.get(x.work_id, "") in scope_ids):
+        if i is not None and _in_scopes(scope_ids, x.work_id, scope_of):
             counts[i] += 1
     return counts
 
@@ -119,16 +124,12 @@ def select_started(
             for x in executions
             if x.started_at
             and since <= x.started_at < before
-            and (scope_ids is None or scope_of.get(x.work_id, "") in scope_ids)
+            and _in_scopes(scope_ids, x.work_id, scope_of)
         ),
         key=lambda x: (x.started_at, x.id),
         reverse=True,
     )
     return chosen[:limit] if limit else chosen
-
-
-def _in_scopes(scope_ids: Sequence[str] | None, work_id: str, scope_of: Mapping[str, str]) -> bool:
-    return scope_ids is None or scope_of.get(work_id, "") in scope_ids
 
 
 def select_running(
