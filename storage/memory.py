@@ -85,6 +85,10 @@ class MemoryState:
     runs: dict[str, RunRow] = field(default_factory=dict)  # rows are immutable
     routed: RoutedTables = field(default_factory=empty_tables)  # storage.routed's rows
     tally: dict[tally.TallyKey, int] = field(default_factory=dict)  # meaning.tally
+    # Each owned row's Work (attempts, Waits, Timers: ID -> Work ID), so listing one
+    # Work's rows decodes those rows only: decoding every attempt to find one Work's
+    # made a generated history quadratic (1,200 Work took minutes).
+    owners: dict[Table, dict[str, str]] = field(default_factory=dict)
     sequence: int = 0
     last_now: Nanos = 0
     version: int = 0
@@ -101,6 +105,7 @@ class MemoryState:
             runs=dict(self.runs),
             routed=copy_tables(self.routed),
             tally=dict(self.tally),
+            owners={name: dict(rows) for name, rows in self.owners.items()},
             sequence=self.sequence,
             last_now=self.last_now,
             version=self.version,
@@ -118,12 +123,19 @@ class MemoryTx(BaseTx):
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
         self.state.tables[table][record.id] = codec.encode(record)
+        work_id = getattr(record, "work_id", None)
+        if work_id is not None and table != "work":
+            self.state.owners.setdefault(table, {})[record.id] = work_id
         if table == "timer":
             floor = self.state.timer_floor.get(record.id, 0)
             self.state.timer_floor[record.id] = max(floor, record.revision)
 
     def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
-        rows = [self._get(table, id) for id in sorted(self.state.tables[table])]
+        ids = sorted(self.state.tables[table])
+        if work_id:
+            owners = self.state.owners.get(table, {})
+            ids = [id for id in ids if owners.get(id) == work_id]
+        rows = [self._get(table, id) for id in ids]
         if work_id:
             rows = [r for r in rows if r.work_id == work_id]
         if live:
@@ -143,6 +155,7 @@ class MemoryTx(BaseTx):
 
     def _delete_timer(self, timer_id: str) -> None:
         del self.state.tables["timer"][timer_id]
+        self.state.owners.get("timer", {}).pop(timer_id, None)
 
     def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
         due = sorted(
