@@ -122,6 +122,7 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool
         con.execute("PRAGMA synchronous=OFF")  # a throwaway build: durability is moot
         con.execute("PRAGMA cache_size=-1000000")  # 1 GB of page cache
         con.execute("PRAGMA temp_store=MEMORY")
+        con.execute("PRAGMA threads=2")  # the index builds' sorts may use a helper thread
         have = con.execute("SELECT count(*) FROM conduit_work").fetchone()[0]
         if works > have:
             _clone(con, works - have, name, proportional)
@@ -200,12 +201,18 @@ def long_tail(copy: int) -> dict[str, str]:
     return {"kind": kind, "scope": scope}
 
 
-def _keys0(column: str) -> str:
-    """``column`` (record JSON) with its first correlation key's external ID suffixed."""
+def _set(alias: str, pairs: str, keyed: bool = True) -> str:
+    """``alias.data`` with ``pairs`` (JSON paths and values) set, and, when it has
+    correlation keys (``keyed``), its first key's external ID suffixed: one
+    ``json_set``, so one parse of the record per row (SQLite 3.40 reparses the text
+    at every JSON call; what the copies read from it was extracted once, into the
+    source tables)."""
+    if not keyed:
+        return f"json_set({alias}.data, {pairs})"
+    key = f"'$.keys[0].external_id', {alias}.key0 || :sfx"
     return (
-        f"CASE WHEN json_array_length({column}, '$.keys') > 0 THEN json_set({column},"
-        f" '$.keys[0].external_id', json_extract({column}, '$.keys[0].external_id') || :sfx)"
-        f" ELSE {column} END"
+        f"CASE WHEN {alias}.has_key THEN json_set({alias}.data, {key}, {pairs})"
+        f" ELSE json_set({alias}.data, {pairs}) END"
     )
 
 
@@ -220,30 +227,42 @@ def _ago(expr: str, factor: str) -> str:
     return f"CASE WHEN {expr} > 0 THEN {expr} - :shift * {factor} ELSE 0 END"
 
 
-def _j(alias: str, field: str) -> str:
-    return f"json_extract({alias}.data, '$.{field}')"
+def _j(field: str, column: str = "") -> str:
+    """A record field extracted once into a source table's column (``column``, else
+    the field's name)."""
+    return f"json_extract(data, '$.{field}') AS {column or field.replace('.', '_')}"
 
+
+# Whether a record has correlation keys, and its first key's external ID.
+_KEYS = (
+    "json_array_length(data, '$.keys') > 0 AS has_key,"
+    " json_extract(data, '$.keys[0].external_id') AS key0"
+)
+_TIMES = ", ".join(_j(f) for f in ("created_at", "updated_at"))
 
 # The seed's Work (rank = rowid, oldest first) and what belongs to it; ``f`` is 1 for
 # terminal Work, whose copies are shifted back in time, 0 for live Work, whose copies
 # stay as recent as the seed's live set. Noise Events (routed to no Work) get rank 0:
-# every copy takes them.
+# every copy takes them. The record fields the copies rewrite are extracted here.
 SOURCE_SQL = (
-    "CREATE TEMP TABLE src_work AS SELECT * FROM (SELECT *, CASE WHEN state IN (?, ?, ?)"
-    " THEN 1 ELSE 0 END AS f FROM conduit_work) WHERE f >= ? ORDER BY created_ns, id",
+    f"""CREATE TEMP TABLE src_work AS SELECT * FROM (SELECT *, CASE WHEN state IN (?, ?, ?)
+    THEN 1 ELSE 0 END AS f, {_KEYS} FROM conduit_work) WHERE f >= ? ORDER BY created_ns, id""",  # noqa: S608 - constant SQL
     """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, k.* FROM conduit_key k
     JOIN temp.src_work s ON s.id = k.work_id""",
-    """CREATE TEMP TABLE src_execution AS SELECT s.rowid AS rank, s.f AS f, x.*
-    FROM conduit_execution x JOIN temp.src_work s ON s.id = x.work_id""",
-    """CREATE TEMP TABLE src_event AS
+    f"""CREATE TEMP TABLE src_execution AS SELECT *, {_TIMES}, {_j("started_at")},
+        {_j("finished_at")} FROM (SELECT s.rowid AS rank, s.f AS f, x.*
+        FROM conduit_execution x JOIN temp.src_work s ON s.id = x.work_id)""",  # noqa: S608 - constant SQL
+    f"""CREATE TEMP TABLE src_event AS SELECT *, {_KEYS}, {_j("occurred_at")},
+        {_j("received_at")} FROM (
     SELECT coalesce(s.rowid, 0) AS rank, coalesce(s.f, 1) AS f, e.* FROM conduit_event e
     LEFT JOIN temp.src_work s ON s.id = e.route_work_id
-    WHERE e.disposition <> '' AND (s.id IS NOT NULL OR e.route_work_id = '')
-    ORDER BY e.seq""",
-    """CREATE TEMP TABLE src_wait AS SELECT s.rowid AS rank, s.f AS f, a.* FROM conduit_wait a
-    JOIN temp.src_work s ON s.id = a.work_id""",
-    """CREATE TEMP TABLE src_timer AS SELECT s.rowid AS rank, t.* FROM conduit_timer t
-    JOIN temp.src_work s ON s.id = t.work_id WHERE t.live""",
+    WHERE e.disposition <> '' AND (s.id IS NOT NULL OR e.route_work_id = '')) ORDER BY seq""",  # noqa: S608 - constant SQL
+    f"""CREATE TEMP TABLE src_wait AS SELECT *, {_KEYS}, {_TIMES}, {_j("woken_by")},
+        {_j("timeout_timer_id")} FROM (SELECT s.rowid AS rank, s.f AS f, a.*
+        FROM conduit_wait a JOIN temp.src_work s ON s.id = a.work_id)""",  # noqa: S608 - constant SQL
+    f"""CREATE TEMP TABLE src_timer AS SELECT *, {_j("template.id", "template_id")},
+        {_j("template.delivery_id", "template_delivery")} FROM (SELECT s.rowid AS rank, t.*
+        FROM conduit_timer t JOIN temp.src_work s ON s.id = t.work_id WHERE t.live)""",  # noqa: S608 - constant SQL
     """CREATE TEMP TABLE src_scope AS SELECT * FROM conduit_scope
     WHERE id IN (SELECT scope_id FROM conduit_work)""",
 )
@@ -271,11 +290,16 @@ CLONE_SQL = (
         CASE WHEN w.source = w.kind THEN w.source || :kind ELSE w.source END,
         w.latest_executor, w.exhausted, w.error_group, w.created_ns - :shift * w.f,
         w.updated_ns - :shift * w.f, w.revision,
-        json_set({_keys0("w.data")}, '$.id', w.id || :sfx,
-            '$.kind', w.kind || :kind, '$.scope_id', {_tail("w.scope_id", ":scope")},
-            '$.parent_id', {_sfx("w.parent_id")},
-            '$.created_at', w.created_ns - :shift * w.f,
-            '$.updated_at', w.updated_ns - :shift * w.f)
+        {
+        _set(
+            "w",
+            f"'$.id', w.id || :sfx, '$.kind', w.kind || :kind,"
+            f" '$.scope_id', {_tail('w.scope_id', ':scope')},"
+            f" '$.parent_id', {_sfx('w.parent_id')},"
+            " '$.created_at', w.created_ns - :shift * w.f,"
+            " '$.updated_at', w.updated_ns - :shift * w.f",
+        )
+    }
     FROM temp.src_work w WHERE w.rowid <= :take""",  # noqa: S608 - constant SQL
     """INSERT INTO conduit_key (source, external_id, work_id, ordinal)
     SELECT k.source, k.external_id || :sfx, k.work_id || :sfx, k.ordinal
@@ -284,37 +308,52 @@ CLONE_SQL = (
         lease_expires_ns, data)
     SELECT x.id || :sfx, x.work_id || :sfx, {_tail("x.scope_id", ":scope")}, x.attempt,
         x.state, x.executor, x.lease_expires_ns,
-        json_set(x.data, '$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,
-            '$.created_at', {_ago(_j("x", "created_at"), "x.f")},
-            '$.updated_at', {_ago(_j("x", "updated_at"), "x.f")},
-            '$.started_at', {_ago(_j("x", "started_at"), "x.f")},
-            '$.finished_at', {_ago(_j("x", "finished_at"), "x.f")})
+        {
+        _set(
+            "x",
+            "'$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,"
+            f" '$.created_at', {_ago('x.created_at', 'x.f')},"
+            f" '$.updated_at', {_ago('x.updated_at', 'x.f')},"
+            f" '$.started_at', {_ago('x.started_at', 'x.f')},"
+            f" '$.finished_at', {_ago('x.finished_at', 'x.f')}",
+            keyed=False,
+        )
+    }
     FROM temp.src_execution x WHERE x.rank <= :take""",  # noqa: S608 - constant SQL
     f"""INSERT INTO conduit_event (id, source, delivery_id, type, work_id, causation_id,
         scope_id, route_work_id, disposition, routed_ns, data)
     SELECT e.id || :sfx, e.source, e.delivery_id || :sfx, e.type, {_sfx("e.work_id")},
         {_sfx("e.causation_id")}, {_tail("e.scope_id", ":scope")}, {_sfx("e.route_work_id")},
         e.disposition, {_ago("e.routed_ns", "e.f")},
-        json_set({_keys0("e.data")}, '$.id', e.id || :sfx,
-            '$.delivery_id', e.delivery_id || :sfx,
-            '$.work_id', {_sfx("e.work_id")}, '$.causation_id', {_sfx("e.causation_id")},
-            '$.occurred_at', {_ago(_j("e", "occurred_at"), "e.f")},
-            '$.received_at', {_ago(_j("e", "received_at"), "e.f")})
-    FROM temp.src_event e WHERE e.rank <= :take ORDER BY e.seq""",  # noqa: S608 - constant SQL
+        {
+        _set(
+            "e",
+            "'$.id', e.id || :sfx, '$.delivery_id', e.delivery_id || :sfx,"
+            f" '$.work_id', {_sfx('e.work_id')}, '$.causation_id', {_sfx('e.causation_id')},"
+            f" '$.occurred_at', {_ago('e.occurred_at', 'e.f')},"
+            f" '$.received_at', {_ago('e.received_at', 'e.f')}",
+        )
+    }
+    FROM temp.src_event e WHERE e.rank <= :take ORDER BY e.rowid""",  # noqa: S608 - constant SQL
     f"""INSERT INTO conduit_wait (id, work_id, execution_id, state, data)
     SELECT a.id || :sfx, a.work_id || :sfx, a.execution_id || :sfx, a.state,
-        json_set({_keys0("a.data")}, '$.id', a.id || :sfx, '$.work_id', a.work_id || :sfx,
-            '$.execution_id', a.execution_id || :sfx,
-            '$.woken_by', {_sfx(_j("a", "woken_by"))},
-            '$.timeout_timer_id', {_sfx(_j("a", "timeout_timer_id"))},
-            '$.created_at', {_ago(_j("a", "created_at"), "a.f")},
-            '$.updated_at', {_ago(_j("a", "updated_at"), "a.f")})
+        {
+        _set(
+            "a",
+            "'$.id', a.id || :sfx, '$.work_id', a.work_id || :sfx,"
+            " '$.execution_id', a.execution_id || :sfx,"
+            f" '$.woken_by', {_sfx('a.woken_by')},"
+            f" '$.timeout_timer_id', {_sfx('a.timeout_timer_id')},"
+            f" '$.created_at', {_ago('a.created_at', 'a.f')},"
+            f" '$.updated_at', {_ago('a.updated_at', 'a.f')}",
+        )
+    }
     FROM temp.src_wait a WHERE a.rank <= :take""",  # noqa: S608 - constant SQL
     """INSERT INTO conduit_timer (id, live, revision, fire_ns, work_id, data)
     SELECT t.id || :sfx, t.live, t.revision, t.fire_ns, t.work_id || :sfx,
         json_set(t.data, '$.id', t.id || :sfx, '$.work_id', t.work_id || :sfx,
-            '$.template.id', json_extract(t.data, '$.template.id') || :sfx,
-            '$.template.delivery_id', json_extract(t.data, '$.template.delivery_id') || :sfx)
+            '$.template.id', t.template_id || :sfx,
+            '$.template.delivery_id', t.template_delivery || :sfx)
     FROM temp.src_timer t WHERE t.rank <= :take""",
 )
 
