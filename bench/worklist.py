@@ -127,6 +127,22 @@ def measure(reps: int) -> dict[str, Any]:
     return {"pages": pages, "times": times, "kind": kind, "scope": scope, "window": window}
 
 
+def _shares(t: dict[str, Spread], works: int) -> str:
+    """What share of the console's page is its storage read and what is the rest
+    (routing, middleware, the saved-views query, the template), from the medians."""
+    parts = []
+    for label, page, reads in (
+        ("first", "console", "reads"),
+        ("filtered", "console_filtered", "reads_filtered"),
+    ):
+        share = min(t[reads].median / t[page].median, 1.0) if t[page].median else 0.0
+        parts.append(
+            f"the {label} page's storage is {share:.0%} of it, rendering and the rest "
+            f"{1 - share:.0%}"
+        )
+    return f"At {works:,} Work, {parts[0]}; {parts[1]}."
+
+
 def _whole_history(tx: Any) -> Any:
     from storage import Buckets, WorkOrder, WorkQuery
 
@@ -241,7 +257,7 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
         f"alone {ms(t['facets'])} and {ms(t['facets_filtered'])} (at {sizes.small:,}: "
         f"{ms(small['facets'])} and {ms(small['facets_filtered'])}), from the Work tally "
         "(`storage/meaning/tally.py`), whose rows follow the kinds, Scopes and states in "
-        "use rather than the Work."
+        "use rather than the Work. " + _shares(t, sizes.large)
     )
     titles = {
         "dashboard_1h": "every Scope, last hour",

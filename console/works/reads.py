@@ -46,6 +46,11 @@ class WorkListPage:
         """Works matching the filter: the state facet already counted them."""
         return sum(self.facets.state.values())
 
+    @property
+    def rows(self) -> list[tuple[Work, LastTry]]:
+        """Each listed Work beside its last try, as the rows draw them."""
+        return [(w, self.tries[w.id]) for w in self.works]
+
 
 def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
     """The Scope IDs of ``f.within``'s subtree (one read of the Scopes), or none."""
