@@ -2,7 +2,9 @@
 
 Used when DATABASE_URL is set (its role must be allowed to create databases), or else
 when ``scripts/pg-throwaway.sh`` finds the server binaries: a throwaway cluster is
-started for the run and removed after it. Each benchmark gets its own new database.
+started for the run (``start --durable``: fsync and full_page_writes on, unlike the test
+suite's) and removed after it. Each benchmark gets its own new database. The report
+names fsync and synchronous_commit as the server reports them.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Postgres:
             version = conn.execute("SHOW server_version").fetchone()[0]
             fsync = conn.execute("SHOW fsync").fetchone()[0]
             fpw = conn.execute("SHOW full_page_writes").fetchone()[0]
+            sync = conn.execute("SHOW synchronous_commit").fetchone()[0]
         note = (
             " **fsync is off on this server, so its commits are not durable and its "
             "transaction rates are not comparable with SQLite's synchronous=FULL.**"
@@ -61,8 +64,9 @@ class Postgres:
             else ""
         )
         return (
-            f"{version} ({self.origin}); fsync={fsync}, full_page_writes={fpw}; "
-            "the storage API commits with synchronous_commit=on." + note
+            f"{version} ({self.origin}); fsync={fsync}, full_page_writes={fpw}, "
+            f"synchronous_commit={sync} (server default; the storage API's sessions set "
+            "synchronous_commit=on, benchmark 1 reads it back from them)." + note
         )
 
     def database(self, name: str, template: str = "") -> str:
@@ -128,14 +132,17 @@ def find(enabled: bool) -> tuple[Postgres | None, str]:
     # postgres user, who cannot enter a 0700 folder of root's.
     cluster = Path(tempfile.mkdtemp(prefix="conduit-bench-pg-"))
     started = subprocess.run(  # noqa: S603 - our own script
-        [BASH, str(SCRIPT), "start", str(cluster)], capture_output=True, text=True, check=False
+        [BASH, str(SCRIPT), "start", "--durable", str(cluster)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if started.returncode != 0:
         subprocess.run([BASH, str(SCRIPT), "stop", str(cluster)], check=False)  # noqa: S603
         why = started.stderr.strip()
         return None, f"PostgreSQL not available: the throwaway cluster did not start: {why}"
     url = started.stdout.strip().splitlines()[-1]
-    return Postgres(url, "throwaway cluster from scripts/pg-throwaway.sh", cluster), ""
+    return Postgres(url, "durable throwaway cluster from scripts/pg-throwaway.sh", cluster), ""
 
 
 def copy_history(source: DataDir, url: str) -> None:

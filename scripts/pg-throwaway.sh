@@ -4,6 +4,10 @@
 #   pg-throwaway.sh bindir         print the PostgreSQL bin directory, or exit 1 if absent
 #   pg-throwaway.sh start DIR      initdb into DIR, start it, create the role and database;
 #                                  prints the DATABASE_URL (also written to DIR/url)
+#   pg-throwaway.sh start --durable DIR
+#                                  the same with fsync and full_page_writes on (the
+#                                  server's defaults): for benchmarks, whose commit
+#                                  rates mean nothing without them
 #   pg-throwaway.sh stop DIR       stop the cluster and remove DIR
 #   pg-throwaway.sh run CMD ARG..  start a cluster in a new temp dir, run CMD with
 #                                  DATABASE_URL exported, then stop and remove it
@@ -14,8 +18,9 @@
 # as root it runs as the `postgres` user. The default collation is ICU "en-US", not C:
 # the suite then proves that storage orders IDs and keys in binary order on its own
 # (db_collation "C" on those columns), as it must on a production database.
-# fsync is off: a test cluster is thrown away, a crash loses nothing we keep. The
-# connections still ask for synchronous_commit=on, as in production.
+# fsync is off unless --durable: a test cluster is thrown away, a crash loses nothing we
+# keep, and the suite commits thousands of times. The connections still ask for
+# synchronous_commit=on, as in production; with fsync off that waits for a write() only.
 set -euo pipefail
 
 ROLE=conduit
@@ -72,6 +77,11 @@ free_port() {
 }
 
 start() {
+    local durability=(-c fsync=off -c full_page_writes=off)
+    if [[ ${1:-} == --durable ]]; then
+        durability=(-c fsync=on -c full_page_writes=on)
+        shift
+    fi
     local dir=$1 bin port
     bin=$(bindir) || die "no PostgreSQL binaries found (apt-get install postgresql)"
     mkdir -p "$dir/sock"
@@ -83,7 +93,9 @@ start() {
     chmod 700 "$dir"
 
     local locale=(--locale=C.UTF-8)
-    if "$bin/initdb" --help | grep -q -- --locale-provider; then
+    # Not grep -q: it exits at the first match, initdb's --help then dies of SIGPIPE,
+    # and pipefail turns that into "no ICU" at random.
+    if "$bin/initdb" --help | grep -- --locale-provider >/dev/null; then
         locale+=(--locale-provider=icu --icu-locale=en-US)
     fi
     printf '%s' "$PASSWORD" >"$dir/pwfile"
@@ -103,7 +115,7 @@ start() {
         if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
             -o "-c listen_addresses=127.0.0.1 -c port=$port" \
             -o "-c unix_socket_directories=$dir/sock -c max_connections=200" \
-            -o "-c fsync=off -c full_page_writes=off" >/dev/null; then
+            -o "${durability[*]}" >/dev/null; then
             break
         fi
         [[ $try -lt 5 ]] || {
@@ -149,8 +161,9 @@ run() {
 case "${1:-}" in
 bindir) bindir ;;
 start)
-    [[ $# -eq 2 ]] || die "usage: $0 start DIR"
-    start "$2"
+    shift
+    [[ $# -eq 1 || ($# -eq 2 && $1 == --durable) ]] || die "usage: $0 start [--durable] DIR"
+    start "$@"
     ;;
 stop)
     [[ $# -eq 2 ]] || die "usage: $0 stop DIR"
@@ -160,5 +173,5 @@ run)
     shift
     run "$@"
     ;;
-*) die "usage: $0 {bindir | start DIR | stop DIR | run CMD [ARG...]}" ;;
+*) die "usage: $0 {bindir | start [--durable] DIR | stop DIR | run CMD [ARG...]}" ;;
 esac

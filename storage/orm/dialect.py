@@ -4,8 +4,9 @@ As Django's own backends keep vendor differences in ``features_class`` and
 ``ops_class`` attributes, the backend asks ``dialect(connection)`` and never tests
 the vendor where it writes SQL: the literal for true, the substring-position
 function, the JSON time expression of the dashboards' indexes, where an Event's
-sequence comes from, how many parameters one statement may bind, whether writers
-need the advisory lock, and how a point read reaches the driver's cursor.
+sequence comes from and how its INSERT moves it, how many parameters one statement
+may bind, whether writers need the advisory lock, how a flush's writes travel, and
+how a point read reaches the driver's cursor.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ Fetch = Callable[[str, Sequence[Any]], list[Any]]
 
 # The record times the dashboards' series read from the JSON, never from a column.
 JSON_TIMES = frozenset({"received_at", "started_at"})
+
+# The key of ``sequence_probe``'s row; no metadata key has a space.
+PROBE_KEY = "sequence last_value"
 
 # The sqlite3 module's own execute, under Django's placeholder-converting subclass.
 _SQLITE_EXECUTE = sqlite3.Cursor.execute
@@ -73,10 +77,31 @@ class Dialect:
         SQLite's ignores ASCII case (and then no index serves it)."""
         raise NotImplementedError
 
-    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
+    def sequences(
+        self, fetch: Fetch, table: str, column: str, last: str | None = None
+    ) -> Iterator[int]:
         """The values the database would give ``column`` of this transaction's next
-        rows of ``table``, known before the rows are written (at the flush)."""
+        rows of ``table``, known before the rows are written (at the flush). ``last``:
+        what ``sequence_probe`` read, under the writers' lock, if it ran."""
         raise NotImplementedError
+
+    def sequence_probe(self, table: str, column: str) -> str:
+        """SQL appended (UNION ALL) to the writer's first read of the metadata rows,
+        giving the row (``PROBE_KEY``, the sequence's last value as text or NULL), so
+        ``sequences`` needs no statement of its own; "" when there is nothing to read."""
+        return ""
+
+    def sequence_value(self, table: str, column: str) -> str:
+        """The SQL an INSERT writes a value of ``sequences`` as (its parameter: ``%s``),
+        so that the database's own sequence moves past it."""
+        return "%s"
+
+    def send(self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run the write statements of a flush, each with its rows of parameters, in
+        order, on ``cursor`` (Django's): one ``executemany`` each, which costs no
+        round trip in-process."""
+        for sql, rows in statements:
+            cursor.executemany(sql, rows)
 
     def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
         """Run ``sql`` (``%s`` placeholders) on the driver's own cursor."""
@@ -119,7 +144,9 @@ class SqliteDialect(Dialect):
         upper = f" AND {column} < %s" if bounded else ""
         return f"{column} >= %s{upper} ORDER BY {column}"
 
-    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
+    def sequences(
+        self, fetch: Fetch, table: str, column: str, last: str | None = None
+    ) -> Iterator[int]:
         # AUTOINCREMENT's next values, read once: the writer holds the write lock, rows
         # inserted with these values move ``sqlite_sequence`` as AUTOINCREMENT's own
         # do, and a rollback takes them back likewise.
@@ -157,16 +184,55 @@ class PostgresDialect(Dialect):
         upper = f" AND {column} ~<~ %s" if bounded else ""
         return f"{column} ~>=~ %s{upper} ORDER BY {column} USING ~<~"
 
-    def sequences(self, fetch: Fetch, table: str, column: str) -> Iterator[int]:
-        # One value per accepted row, drawn when it is accepted: what the INSERT would
-        # have drawn (only a rollback leaves a gap, as it always did there). Drawing
-        # ahead in blocks saved round trips but left gaps after every transaction (a
-        # block's unused values), so Event sequences jumped in normal operation and a
-        # seeded history numbered its Events differently on PostgreSQL.
-        while True:
-            yield int(
-                fetch("SELECT nextval(pg_get_serial_sequence(%s, %s))", [table, column])[0][0]
-            )
+    def sequences(
+        self, fetch: Fetch, table: str, column: str, last: str | None = None
+    ) -> Iterator[int]:
+        # No statement per row: the values follow the sequence's last value, read by
+        # the transaction's first statement (``sequence_probe``), and each INSERT
+        # moves the sequence to its own value (``sequence_value``). Exact because
+        # writers hold the writers' lock (``OrmStore._writers_serialised``) from
+        # before that read to after COMMIT, so no other writer moves it meanwhile;
+        # one outside the lock (a raw INSERT) would collide on the unique sequence, a
+        # Conflict, as its other rows would. Without the probe's value (a sequence
+        # never called, or set with is_called false, as a bulk load does; an OrmTx
+        # not opened by transact), the first value is drawn by nextval: one statement
+        # per transaction. Only a rollback leaves a gap, as nextval always did. Not
+        # drawing ahead in blocks: that left a block's unused values as gaps after
+        # every transaction, so a seeded history numbered its Events differently.
+        if last is not None:
+            return itertools.count(int(last) + 1)
+        first = fetch("SELECT nextval(pg_get_serial_sequence(%s, %s))", [table, column])
+        return itertools.count(int(first[0][0]))
+
+    def sequence_probe(self, table: str, column: str) -> str:
+        # pg_sequence_last_value: NULL while is_called is false (then sequences draws).
+        sequence = f"pg_get_serial_sequence('{table}', '{column}')::regclass"
+        return f" UNION ALL SELECT '{PROBE_KEY}', pg_sequence_last_value({sequence})::text"
+
+    def sequence_value(self, table: str, column: str) -> str:
+        # setval returns the value it sets: the row gets it and the sequence moves
+        # to it, in the INSERT's own statement, so the next nextval follows it.
+        return f"setval(pg_get_serial_sequence('{table}', '{column}'), %s)"
+
+    def send(self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        # One round trip for the whole flush, not one per statement: each row's
+        # statement is bound here as psycopg's client-side cursor (Django's default,
+        # no server_side_binding) would bind it, and the texts go out as one simple
+        # query, which the server runs in order inside the open transaction; the first
+        # failing statement fails it as a whole, as it failed the executemany.
+        # A server-side binding cursor (OPTIONS server_side_binding) cannot bind
+        # client-side: one executemany per statement then, as on SQLite.
+        if not hasattr(cursor.cursor, "mogrify"):
+            super().send(cursor, statements)
+            return
+        # Binding quotes strings with the connection: its failures (a lost connection)
+        # must reach translate_errors as Django's exceptions, as the execute's do.
+        with cursor.db.wrap_database_errors:
+            texts = [cursor.mogrify(sql, params) for sql, rows in statements for params in rows]
+        if len(texts) == 1:
+            cursor.execute(texts[0])
+        elif texts:
+            cursor.execute(";\n".join(texts))
 
     def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
         driver.execute(sql, params)

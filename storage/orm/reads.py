@@ -179,7 +179,8 @@ class OrmReads(BaseTx):
         return self._filtered(query).count()
 
     def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
-        self._cursor.executemany(tally_sql.UPSERT, tally_sql.upsert_rows(changes))
+        for sql, params in tally_sql.upserts(changes):
+            self._cursor.execute(sql, params)
 
     def _tally_facets(self, query: WorkQuery) -> WorkFacets:
         sql, params = tally_sql.facets_statement(query)

@@ -6,13 +6,14 @@ database for KV, metadata and run records. The set-based reads it inherits are
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from django.db import connections
 
 from .. import codec
 from ..errors import Conflict, StorageError
+from ..meaning.tally import TallyKey
 from ..models import KVRow
 from ..records import (
     LIVE_STATES,
@@ -28,10 +29,13 @@ from ..records import (
 )
 from ..runs.query import RunRow
 from . import schema
-from .dialect import dialect
+from . import tally as tally_sql
+from .dialect import PROBE_KEY, dialect
 from .errors import translate_errors
 from .reads import EVENT_FIELDS, OrmReads, stored_event
 from .writebehind import RECENT, CachedRow, WriteBehind
+
+_SET_META = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
 
 
 def parse_clock(value: str | None) -> tuple[Nanos, int]:
@@ -62,6 +66,7 @@ class OrmTx(OrmReads):
         self.dialect = dialect(connection)
         self._buffer = WriteBehind()
         self._sequences: Iterator[int] | None = None
+        self._sequence_last: str | None = None  # what admission_meta's probe read
         # A failed flush fails the transaction: its writes are partly sent, so every
         # later operation and the commit raise again and transact rolls it all back.
         self._failed: StorageError | None = None
@@ -89,7 +94,8 @@ class OrmTx(OrmReads):
 
     def flush(self) -> None:
         """Send the buffered writes: per table one INSERT and one UPDATE, each an
-        ``executemany``. A constraint violation is a ``Conflict`` here, inside the
+        ``executemany``, then the tally upsert and the clock row (``Dialect.send``: on
+        PostgreSQL all in one round trip). A constraint violation is a ``Conflict`` here, inside the
         transaction, which then fails as a whole (see ``_failed``)."""
         if self._failed is not None:
             self._raise_failed()
@@ -97,8 +103,8 @@ class OrmTx(OrmReads):
             return
         try:
             with translate_errors():
-                for sql, rows in self._buffer.statements():
-                    self._raw.executemany(sql, rows)
+                sequence = self.dialect.sequence_value(schema.EVENT, "seq")
+                self.dialect.send(self._raw, self._buffer.statements(sequence))
         except StorageError as exc:
             self._failed = exc
             raise
@@ -307,7 +313,7 @@ class OrmTx(OrmReads):
         """The acceptance sequences the database would give this transaction's Events,
         known when each is accepted although its row is written at the flush
         (``Dialect.sequences``: SQLite's AUTOINCREMENT, PostgreSQL's identity)."""
-        return self.dialect.sequences(self._fetch, schema.EVENT, "seq")
+        return self.dialect.sequences(self._fetch, schema.EVENT, "seq", self._sequence_last)
 
     def _set_event_scope(self, event_id: str, scope_id: str) -> None:
         self._get_event(event_id)
@@ -331,14 +337,26 @@ class OrmTx(OrmReads):
         return value
 
     def admission_meta(self) -> tuple[str | None, str | None]:
-        """The "clock" and "record_format" rows, in one statement."""
+        """The "clock" and "record_format" rows, in one statement; on PostgreSQL the
+        Event sequence's last value too (``Dialect.sequence_probe``). Called by
+        ``transact`` only, as its first statement under the writers' lock."""
+        probe = self.dialect.sequence_probe(schema.EVENT, "seq")
         sql = f"SELECT key, value FROM {schema.META} WHERE key IN ('clock', 'record_format')"
-        found = dict(self._fetch(sql, []))
+        found = dict(self._fetch(sql + probe, []))
+        self._sequence_last = found.get(PROBE_KEY)
         return found.get("clock"), found.get("record_format")
 
     def set_meta(self, key: str, value: str) -> None:
-        sql = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
-        self._cursor.execute(sql, [value, key])
+        self._cursor.execute(_SET_META, [value, key])
+
+    def set_meta_at_flush(self, key: str, value: str) -> None:
+        """``set_meta`` sent with the buffered writes at the next flush (the clock row
+        at commit: no statement of its own). Nothing reads the row in between."""
+        self._buffer.after.append((_SET_META, [value, key]))
+
+    def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
+        # Sent with the row writes at the flush; a tally read flushes first.
+        self._buffer.after.extend(tally_sql.upserts(changes))
 
     # -- KV -------------------------------------------------------------------------
     def _kv_get(self, namespace: str, key: str) -> bytes | None:

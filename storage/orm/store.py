@@ -136,10 +136,12 @@ class OrmStore:
                         tx.verify_lease(guard.lease)
                     result = callback(tx)
                     tx.before_commit()
-                    tx.flush()
                     check_admission(guard)
                     if tx.dirty or now != last:
-                        tx.set_meta("clock", f"{now} {version + (1 if tx.dirty else 0)}")
+                        clock = f"{now} {version + (1 if tx.dirty else 0)}"
+                        tx.set_meta_at_flush("clock", clock)
+                    # The row writes, the tally and the clock row, together.
+                    tx.flush()
                 return result
             finally:
                 if tx is not None:

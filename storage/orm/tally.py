@@ -8,8 +8,8 @@ row. On SQLite writers are serialised by ``BEGIN IMMEDIATE`` anyway; on PostgreS
 the writers' advisory lock, taken before ``BEGIN`` (``orm.store``), so a tally row
 never makes one writer wait for another that the lock did not already order, and the
 SERIALIZABLE transaction underneath never sees a concurrent update of it. The cost
-that remains is the statement: one ``executemany`` upsert per committing
-transaction that changed Work, sent with its other writes. A writer outside the lock
+that remains is the statement: one multi-row upsert per committing transaction
+that changed Work, sent with its other writes at the flush (``upserts``). A writer outside the lock
 (a raw query) that updated a tally row would be a serialization failure (``Conflict``),
 as for every other row. Were the lock ever dropped for row-level concurrency, hot
 rows (``ready`` of the busiest kind) would serialise writers; the remedy then is
@@ -27,19 +27,29 @@ from . import schema
 
 _COLUMNS = "dimension, state, scope_id, kind, value"
 
-UPSERT = (
-    f"INSERT INTO {schema.WORK_TALLY} ({_COLUMNS}, n) VALUES (%s, %s, %s, %s, %s, %s) "
-    f"ON CONFLICT ({_COLUMNS}) DO UPDATE SET n = {schema.WORK_TALLY}.n + excluded.n"
-)
+_ROW = "(%s, %s, %s, %s, %s, %s)"
+_CONFLICT = f" ON CONFLICT ({_COLUMNS}) DO UPDATE SET n = {schema.WORK_TALLY}.n + excluded.n"
+# Rows per upsert statement: 6 parameters each, within every engine's bound.
+CHUNK = 1_000
 
 
-def upsert_rows(changes: Mapping[tally.TallyKey, int]) -> list[list[Any]]:
-    """The upsert's parameters, in key order (the index's: fewer page visits)."""
-    rows = [
+def upserts(changes: Mapping[tally.TallyKey, int]) -> list[tuple[str, list[Any]]]:
+    """The upsert statements of ``changes``: one multi-row INSERT ... ON CONFLICT per
+    ``CHUNK`` rows (a writing transaction's changes are a few rows, so one statement),
+    not one execution per row. Each key appears once (``changes`` is a mapping), as
+    PostgreSQL requires of the rows of one ON CONFLICT DO UPDATE. Rows in key order
+    (the index's: fewer page visits)."""
+    rows = sorted(
         [dimension, state, scope, kind, value, n]
         for (state, scope, kind, dimension, value), n in changes.items()
-    ]
-    return sorted(rows)
+    )
+    out = []
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        values = ", ".join([_ROW] * len(chunk))
+        sql = f"INSERT INTO {schema.WORK_TALLY} ({_COLUMNS}, n) VALUES {values}{_CONFLICT}"
+        out.append((sql, [p for row in chunk for p in row]))
+    return out
 
 
 def _where(query: WorkQuery) -> tuple[str, list[Any]]:

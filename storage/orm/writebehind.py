@@ -234,10 +234,11 @@ class EventCache:
         self.dirty[event_id] = row
 
 
+# ``{seq}``: the dialect's expression for the sequence value (``Dialect.sequence_value``).
 _EVENT_INSERT = (
     f"INSERT INTO {schema.EVENT} (seq, id, source, delivery_id, type, work_id, causation_id, "
     "scope_id, route_work_id, disposition, routed_ns, data) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "VALUES ({seq}, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _EVENT_UPDATE = (
     f"UPDATE {schema.EVENT} SET scope_id = %s, route_work_id = %s, disposition = %s, "
@@ -256,17 +257,24 @@ class WriteBehind:
     # (source, external_id) -> owning Work ID, or None (known unowned).
     keys: dict[tuple[str, str], str | None] = field(default_factory=dict)
     new_keys: list[tuple[str, str, str, int]] = field(default_factory=list)
+    # Statements sent after the row writes at the next flush (the tally upsert, the
+    # clock row), so that they travel with them: (SQL, parameters of one execution).
+    after: list[tuple[str, list[Any]]] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
         return bool(
-            self.new_keys or self.events.dirty or any(t.dirty for t in self.tables.values())
+            self.new_keys
+            or self.after
+            or self.events.dirty
+            or any(t.dirty for t in self.tables.values())
         )
 
-    def statements(self) -> list[tuple[str, list[Any]]]:
+    def statements(self, sequence: str = "%s") -> list[tuple[str, list[Any]]]:
         """The pending writes as (SQL, rows) for ``executemany``, then forgets them:
         per table one INSERT, and one UPDATE per set of changed columns. Rows are
-        encoded here, once per row, whatever number of writes they took."""
+        encoded here, once per row, whatever number of writes they took. ``sequence``
+        is the SQL an Event row's sequence is written as (its parameter: ``%s``)."""
         out: list[tuple[str, list[Any]]] = []
         for table, cache in self.tables.items():
             spec = TABLES[table]
@@ -306,7 +314,7 @@ class WriteBehind:
             for changed, rows in updates.items():
                 assignments = "".join(f"{n} = %s, " for n in changed)
                 out.append((f"UPDATE {name} SET {assignments}data = %s WHERE id = %s", rows))
-        out.extend(self._event_statements())
+        out.extend(self._event_statements(sequence))
         if self.new_keys:
             sql = (
                 f"INSERT INTO {schema.KEY} (source, external_id, work_id, ordinal) "
@@ -314,9 +322,11 @@ class WriteBehind:
             )
             out.append((sql, list(self.new_keys)))
             self.new_keys.clear()
+        out.extend((sql, [params]) for sql, params in self.after)
+        self.after.clear()
         return out
 
-    def _event_statements(self) -> list[tuple[str, list[Any]]]:
+    def _event_statements(self, sequence: str) -> list[tuple[str, list[Any]]]:
         inserts: list[list[Any]] = []
         updates: list[list[Any]] = []
         for row in self.events.dirty.values():
@@ -334,7 +344,7 @@ class WriteBehind:
         inserts.sort(key=lambda values: values[0])
         out = []
         if inserts:
-            out.append((_EVENT_INSERT, inserts))
+            out.append((_EVENT_INSERT.format(seq=sequence), inserts))
         if updates:
             out.append((_EVENT_UPDATE, updates))
         return out
