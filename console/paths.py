@@ -11,6 +11,7 @@ characters. ``tests/console/test_paths.py`` checks the two agree on awkward IDs.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from django.urls import get_resolver, get_script_prefix, get_urlconf, reverse
@@ -21,23 +22,34 @@ from console.converters import IdConverter
 _SAFE = RFC3986_SUBDELIMS + "/~:@"  # what reverse() leaves unencoded (django/urls/resolvers.py)
 _CONVERTER = IdConverter()
 _MARK = "x"
-# (script prefix, resolver, URL name) -> the reversed URL without its ID. The script
-# prefix is per request (SCRIPT_NAME) and reverse() starts with it; the resolver changes
-# with the URLconf (a test's override_settings clears Django's cache of them).
-_PREFIXES: dict[tuple[str, object, str], str] = {}
-# The URL names this builds, with their one ID argument: each pattern is "<prefix><id:...>".
-ID_URLS = {"work_detail": "work_id", "retry_work": "work_id", "cancel_work": "work_id"}
+# No "/", ".", "~" (the converter's segments) nor anything quote() encodes.
+_ORDINARY = re.compile(r"[A-Za-z0-9_-]+")
+# (script prefix, resolver, URL name, its other arguments) -> the reversed URL without
+# its ID. The script prefix is per request (SCRIPT_NAME) and reverse() starts with it;
+# the resolver changes with the URLconf (a test's override_settings clears Django's
+# cache of them). The other arguments are few (a routed action's name).
+_PREFIXES: dict[tuple[str, object, str, tuple[tuple[str, str], ...]], str] = {}
+# The URL names this builds, with their ID argument: each pattern ends "<id:...>".
+ID_URLS = {
+    "work_detail": "work_id",
+    "retry_work": "work_id",
+    "cancel_work": "work_id",
+    "routed_workflow": "workflow_id",
+    "routed_action": "workflow_id",  # with action=...
+}
 
 
-def id_url(name: str, value: str) -> str:
-    """``reverse(name, kwargs={arg: value})`` for a name of ``ID_URLS``."""
+def id_url(name: str, value: str, **fixed: str) -> str:
+    """``reverse(name, kwargs={**fixed, arg: value})`` for a name of ``ID_URLS``."""
     if "\n" in value or not value:
         # reverse() refuses these (the converter's ".+" matches no newline, nor nothing):
         # let it raise as it always has.
-        return reverse(name, kwargs={ID_URLS[name]: value})
-    key = (get_script_prefix(), get_resolver(get_urlconf()), name)
+        return reverse(name, kwargs={**fixed, ID_URLS[name]: value})
+    key = (get_script_prefix(), get_resolver(get_urlconf()), name, tuple(sorted(fixed.items())))
     prefix = _PREFIXES.get(key)
     if prefix is None:
-        prefix = reverse(name, kwargs={ID_URLS[name]: _MARK})[: -len(_MARK)]
+        prefix = reverse(name, kwargs={**fixed, ID_URLS[name]: _MARK})[: -len(_MARK)]
         _PREFIXES[key] = prefix
+    if _ORDINARY.fullmatch(value):
+        return prefix + value  # what to_url() and quote() leave as it is: most IDs
     return prefix + quote(_CONVERTER.to_url(value), safe=_SAFE)

@@ -9,7 +9,15 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from console.paths import id_url
+
 register = template.Library()
+
+
+@register.filter
+def workflow_url(workflow_id: str) -> str:
+    """A workflow page's URL without a reverse() per row (``console.paths``)."""
+    return id_url("routed_workflow", workflow_id)
 
 
 @register.filter

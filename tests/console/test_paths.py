@@ -29,8 +29,16 @@ AWKWARD = [
 
 @pytest.mark.parametrize("name", sorted(ID_URLS))
 def test_it_spells_every_id_as_reverse_does(name: str) -> None:
+    fixed = {"action": "pause"} if name == "routed_action" else {}
     for value in AWKWARD:
-        assert id_url(name, value) == reverse(name, kwargs={ID_URLS[name]: value}), value
+        expected = reverse(name, kwargs={**fixed, ID_URLS[name]: value})
+        assert id_url(name, value, **fixed) == expected, value
+
+
+def test_a_routed_action_keeps_one_prefix_per_action() -> None:
+    for action in ("pause", "resume", "cancel"):
+        expected = reverse("routed_action", kwargs={"action": action, "workflow_id": "wf 1"})
+        assert id_url("routed_action", "wf 1", action=action) == expected
 
 
 def test_it_follows_the_script_prefix_of_the_request() -> None:
