@@ -1,10 +1,10 @@
-"""Benchmark 5's poll phase: how often a live region's poll answers 204 while the
-simulated runtime commits, per kind of region.
+"""Benchmark 5's polls: how often a live region's poll answers 204 while the simulated
+runtime commits, per kind of region.
 
-Each poll client acts as htmx and console.js do: it loads a region's page once, then
-polls the region's ``hx-get`` URL (which carries the stamp it was rendered with) with
-``HX-Request`` and the stamp it last saw in ``X-Console-Stamp`` (a 200 brings the new
-region, its URL and stamp; a 204 the current stamp in the header). A server that does
+A client's poll acts as htmx and console.js do: the tab loads a region's page once,
+then polls the region's ``hx-get`` URL (which carries the stamp it was rendered with)
+with ``HX-Request`` and the stamp it last saw in ``X-Console-Stamp`` (a 200 brings the
+new region, its URL and stamp; a 204 the current stamp in the header). A server that does
 not read the header (before region stamps) answers from the URL's stamp, as it did. The regions
 are chosen by what the runtime does to them: a filtered list of settled history and a
 finished Work's page (nothing the runtime commits touches them: the 204 goal is stated
@@ -15,23 +15,18 @@ dashboard (whose series move with every Event).
 from __future__ import annotations
 
 import html
-import http.client
 import re
-import threading
-import time
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from .report import Section, Target, num, table
 from .stats import Spread
 
-HOST = "127.0.0.1"
 STAMP = re.compile(rb'data-stamp="([^"]+)"')
 POLL_URL = re.compile(rb'hx-get="([^"]*stamp=[^"]*)"')
 HEADER = "X-Console-Stamp"
 GOAL = 0.90  # issue 22: at least 90% 204s for untouched regions
 UNTOUCHED = ("settled list", "finished Work")
-POLLS_PER_REGION = 10_000  # a bound even if the deadline logic failed
 
 
 def regions(info: dict[str, object]) -> list[tuple[str, str]]:
@@ -48,87 +43,49 @@ def regions(info: dict[str, object]) -> list[tuple[str, str]]:
 
 
 @dataclass
-class Poller:
-    """One client: its regions' stamps, each poll's (kind, status, seconds), errors."""
+class Tabs:
+    """One client's open tabs: per region page, the stamp it last saw and its poll URL
+    as htmx has it (the ``hx-get`` of the region last swapped in, which carries the
+    stamp it was rendered with)."""
 
-    port: int
-    cookie: str
-    watched: list[tuple[str, str]]
-    seconds: float  # of polling, counted from when the pages are loaded
-    every: float
-    polls: list[tuple[str, int, float]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    stamps: dict[str, str] = field(default_factory=dict)
+    urls: dict[str, str] = field(default_factory=dict)
 
-    def get(
-        self, conn: http.client.HTTPConnection, path: str, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
-        conn.request("GET", path, headers={"Cookie": self.cookie, **headers})
-        response = conn.getresponse()
-        body = response.read()
-        return response.status, body, response.getheader(HEADER, "")
+    def opened(self, path: str) -> bool:
+        return path in self.urls
 
-    def run(self) -> None:
-        conn = http.client.HTTPConnection(HOST, self.port, timeout=60)
-        # Per region: the stamp, and the poll URL as htmx has it (the hx-get of the
-        # region last swapped in, which carries the stamp it was rendered with).
-        stamps: dict[str, str] = {}
-        urls: dict[str, str] = {}
-        try:
-            for _, path in self.watched:
-                status, body, _ = self.get(conn, path, {})
-                found, url = STAMP.search(body), POLL_URL.search(body)
-                if status != 200 or not found or not url:
-                    self.errors.append(f"{path}: HTTP {status} without a stamp")
-                    continue
-                stamps[path] = found.group(1).decode()
-                urls[path] = html.unescape(url.group(1).decode())
-            deadline = time.monotonic() + self.seconds
-            for _ in range(POLLS_PER_REGION):
-                round_start = time.monotonic()
-                if round_start >= deadline:
-                    break
-                for kind, path in self.watched:
-                    if path not in stamps:
-                        continue
-                    headers = {"HX-Request": "true", HEADER: stamps[path]}
-                    started = time.perf_counter()
-                    status, body, header = self.get(conn, urls[path], headers)
-                    self.polls.append((kind, status, time.perf_counter() - started))
-                    found = STAMP.search(body) if status == 200 else None
-                    url = POLL_URL.search(body) if status == 200 else None
-                    if url:
-                        urls[path] = html.unescape(url.group(1).decode())
-                    if found:
-                        stamps[path] = found.group(1).decode()
-                    elif status == 204 and header:
-                        stamps[path] = header
-                    elif status not in (200, 204):
-                        self.errors.append(f"{path}: HTTP {status}")
-                time.sleep(max(0.0, self.every - (time.monotonic() - round_start)))
-        except (OSError, http.client.HTTPException) as exc:
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            conn.close()
+    def open(self, path: str, status: int, body: bytes) -> str:
+        """Take a region page's first load; an error message if it cannot be polled."""
+        found, url = STAMP.search(body), POLL_URL.search(body)
+        if status != 200 or not found or not url:
+            return f"{path}: HTTP {status} without a stamp"
+        self.stamps[path] = found.group(1).decode()
+        self.urls[path] = html.unescape(url.group(1).decode())
+        return ""
+
+    def poll(self, path: str) -> tuple[str, dict[str, str]]:
+        """The URL and headers of the region's next poll."""
+        return self.urls[path], {"HX-Request": "true", HEADER: self.stamps[path]}
+
+    def answered(self, path: str, status: int, body: bytes, header: str) -> str:
+        """Take a poll's answer (a 200 brings the new region, its URL and stamp; a 204
+        the current stamp in the header); an error message for any other status."""
+        found = STAMP.search(body) if status == 200 else None
+        url = POLL_URL.search(body) if status == 200 else None
+        if url:
+            self.urls[path] = html.unescape(url.group(1).decode())
+        if found:
+            self.stamps[path] = found.group(1).decode()
+        elif status == 204 and header:
+            self.stamps[path] = header
+        elif status not in (200, 204):
+            return f"{path}: HTTP {status}"
+        return ""
 
 
-def drive(
-    port: int, cookie: str, info: dict[str, object], count: int, seconds: float, every: float
-) -> list[Poller]:
-    """``count`` poll clients for ``seconds``, each watching every region once per
-    ``every`` seconds (as an open tab does, faster so a short run samples enough)."""
-    watched = regions(info)
-    pollers = [Poller(port, cookie, watched, seconds, every) for _ in range(count)]
-    threads = [threading.Thread(target=p.run, daemon=True) for p in pollers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=seconds + 180)  # the first loads come before the polling seconds
-    return pollers
-
-
-def report(section: Section, pollers: list[Poller], every: float) -> None:
-    """The 204 share and latency per kind of region, and the target for untouched ones."""
-    polls = [p for c in pollers for p in c.polls]
+def report(section: Section, polls: list[tuple[str, int, float]], errors: int) -> None:
+    """The 204 share and latency per kind of region, and the target for untouched ones.
+    ``polls``: (kind of region, status, seconds) of each poll; ``errors``: failed polls."""
     rows = []
     shares: dict[str, float] = {}
     for kind in dict.fromkeys(k for k, _, _ in polls):
@@ -146,13 +103,10 @@ def report(section: Section, pollers: list[Poller], every: float) -> None:
             ]
         )
     section.add(
-        f"Polls ({len(pollers)} clients, each region every {every:g} s, as console.js "
-        "polls: the stamp in `X-Console-Stamp`, renewed by every 200 and 204):\n\n"
+        "The mix's polls, per kind of region (both client counts; the stamp in "
+        "`X-Console-Stamp`, renewed by every 200 and 204):\n\n"
         + table(["Region", "Polls", "204 share", "Median 204", "Median 200"], rows)
     )
-    errors = [e for c in pollers for e in c.errors]
-    if errors:
-        section.add(f"- Poll errors: {len(errors)}; first: `{errors[0]}`")
     for kind in UNTOUCHED:
         share = shares.get(kind)
         section.targets.append(
