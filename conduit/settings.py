@@ -156,12 +156,13 @@ POSTGRES = _database_url is not None
 if not POSTGRES and not TESTING:
     private_sqlite_files(SQLITE_PATH)
 
-# cache_size: 64 MiB of page cache per connection (SQLite's default is 2 MiB), so the
-# indexes of a large store stay in memory; reads and writes at a million Work
-# otherwise pay a page fault per B-tree level.
+# cache_size: at most 4 MiB of page cache per connection, so a gunicorn worker (two
+# aliases x four threads, a connection each) keeps at most 32 MiB of pages and stays
+# under 150 MB; 64 MiB per connection let workers reach 243-297 MB at 100,000 Work, and
+# the pages were no faster for it (storage/README.md, "Database settings").
 _SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-    "PRAGMA busy_timeout=30000; PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536;"
+    "PRAGMA busy_timeout=30000; PRAGMA foreign_keys=ON; PRAGMA cache_size=-4096;"
 )
 
 DATABASES: dict[str, dict[str, Any]] = {

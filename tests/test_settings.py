@@ -44,6 +44,16 @@ def test_every_connection_has_wal_full_sync_and_busy_timeout(alias):
 
 @sqlite_only
 @both_aliases
+@pytest.mark.parametrize("alias", ["default", "view"])
+def test_every_connection_caps_its_page_cache_at_4_mib(alias):
+    # A worker opens two aliases x four threads of these: 32 MiB of pages at most.
+    connections[alias].close()
+
+    assert pragma(alias, "cache_size") == -4096  # negative: KiB, not pages
+
+
+@sqlite_only
+@both_aliases
 def test_both_aliases_open_the_same_file_and_only_view_is_query_only():
     assert connections["default"].settings_dict["NAME"] == connections["view"].settings_dict["NAME"]
     assert pragma("default", "query_only") == 0
