@@ -149,7 +149,16 @@ class OrmReads(BaseTx):
             qs = qs.filter(updated_ns__gte=q.updated_since)
         if q.scope_ids:
             qs = qs.filter(**{f"{scope}__in": sorted(q.scope_ids)})
-        if q.updated_before is not None:
+        if q.updated_before is not None and q.updated_since is None and not q.order.by_updated:
+            # An "until" alone holds most of the history: SQLite (no statistics) took
+            # the update-time index's range and sorted it all for one page in creation
+            # order (900 ms at 100,000 Work, a poll of a settled list). Compared through
+            # ``updated_ns + 0`` the bound leaves it the order's index, on both engines.
+            unindexed = F("updated_ns") + Value(0)
+            qs = qs.alias(updated_unindexed=unindexed).filter(
+                updated_unindexed__lt=q.updated_before
+            )
+        elif q.updated_before is not None:
             qs = qs.filter(updated_ns__lt=q.updated_before)
         if q.exhausted:
             qs = qs.filter(EXHAUSTED_ROWS)
