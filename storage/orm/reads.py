@@ -154,8 +154,7 @@ class OrmReads(BaseTx):
             # the update-time index's range and sorted it all for one page in creation
             # order (900 ms at 100,000 Work, a poll of a settled list). Compared through
             # ``updated_ns + 0`` the bound leaves it the order's index, on both engines.
-            unindexed = F("updated_ns") + Value(0)
-            qs = qs.alias(updated_unindexed=unindexed).filter(
+            qs = qs.alias(updated_unindexed=F("updated_ns") + Value(0)).filter(
                 updated_unindexed__lt=q.updated_before
             )
         elif q.updated_before is not None:
