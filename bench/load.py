@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import itertools
+import os
 import re
 import signal
 import socket
@@ -295,6 +296,7 @@ class Phase:
     results: list[Client]
     rss: dict[int, float]  # worker PID -> VmHWM, MB
     commit_rate: float  # transactions/s the runtime committed meanwhile
+    load: tuple[float, float]  # the machine's 1-minute load average before and after
 
 
 def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
@@ -370,11 +372,12 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
         # Warm-up, not kept: each worker thread connects and loads its templates.
         warm = _drive(port, info["cookie"], paths, watched, tabs, counts[0], WARM_UP)
         for count in counts:
-            v0, t0 = _store_version(data), time.monotonic()
+            v0, t0, before = _store_version(data), time.monotonic(), os.getloadavg()[0]
             results = _drive(port, info["cookie"], paths, watched, tabs, count, sizes.load_seconds)
             v1, t1 = _store_version(data), time.monotonic()
             rss = {pid: _peak_rss_mb(pid) for pid in _children(gunicorn.pid)}
-            phases.append(Phase(count, sizes.load_seconds, results, rss, (v1 - v0) / (t1 - t0)))
+            rate, load = (v1 - v0) / (t1 - t0), (before, os.getloadavg()[0])
+            phases.append(Phase(count, sizes.load_seconds, results, rss, rate, load))
     finally:
         watchdog.cancel()
         if simulate is not None:
@@ -409,7 +412,8 @@ def _phase_block(phase: Phase) -> str:
     total = sum(len(c.latencies) for c in phase.results)
     errors = [e for c in phase.results for e in c.errors]
     return (
-        f"{phase.clients} clients:\n\n"
+        f"{phase.clients} clients (1-minute load average {phase.load[0]:.1f} before, "
+        f"{phase.load[1]:.1f} after):\n\n"
         + table(["Kind", "Requests", "p50", "p95", "p99", "Max"], rows)
         + f"\n\n- Throughput: {num(total / phase.seconds)} requests/s\n"
         f"- Errors (failed requests or non-200 answers; 204 for polls): {len(errors)}"
