@@ -96,12 +96,16 @@ class Dialect:
         so that the database's own sequence moves past it."""
         return "%s"
 
-    def send(self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    def send(
+        self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]], then: str = ""
+    ) -> None:
         """Run the write statements of a flush, each with its rows of parameters, in
         order, on ``cursor`` (Django's): one ``executemany`` each, which costs no
-        round trip in-process."""
+        round trip in-process; then ``then`` (SQL without parameters), if any."""
         for sql, rows in statements:
             cursor.executemany(sql, rows)
+        if then:
+            cursor.execute(then)
 
     def execute_driver(self, driver: Any, sql: str, params: Sequence[Any]) -> None:
         """Run ``sql`` (``%s`` placeholders) on the driver's own cursor."""
@@ -214,7 +218,9 @@ class PostgresDialect(Dialect):
         # to it, in the INSERT's own statement, so the next nextval follows it.
         return f"setval(pg_get_serial_sequence('{table}', '{column}'), %s)"
 
-    def send(self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    def send(
+        self, cursor: Any, statements: Sequence[tuple[str, Sequence[Any]]], then: str = ""
+    ) -> None:
         # One round trip for the whole flush, not one per statement: each row's
         # statement is bound here as psycopg's client-side cursor (Django's default,
         # no server_side_binding) would bind it, and the texts go out as one simple
@@ -223,12 +229,14 @@ class PostgresDialect(Dialect):
         # A server-side binding cursor (OPTIONS server_side_binding) cannot bind
         # client-side: one executemany per statement then, as on SQLite.
         if not hasattr(cursor.cursor, "mogrify"):
-            super().send(cursor, statements)
+            super().send(cursor, statements, then)
             return
         # Binding quotes strings with the connection: its failures (a lost connection)
         # must reach translate_errors as Django's exceptions, as the execute's do.
         with cursor.db.wrap_database_errors:
             texts = [cursor.mogrify(sql, params) for sql, rows in statements for params in rows]
+        if then:
+            texts.append(then)
         if len(texts) == 1:
             cursor.execute(texts[0])
         elif texts:

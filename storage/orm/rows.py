@@ -92,11 +92,13 @@ class OrmTx(OrmReads):
         if failed is not None:
             raise type(failed)(f"this transaction failed and rolls back: {failed}") from failed
 
-    def flush(self) -> None:
+    def flush(self, then: str = "") -> None:
         """Send the buffered writes: per table one INSERT and one UPDATE, each an
         ``executemany``, then the tally upsert and the clock row (``Dialect.send``: on
-        PostgreSQL all in one round trip). A constraint violation is a ``Conflict`` here, inside the
-        transaction, which then fails as a whole (see ``_failed``)."""
+        PostgreSQL all in one round trip), then ``then``, SQL sent in the same text
+        (``transact``'s COMMIT; only when something is pending: see ``pending``). A
+        constraint violation is a ``Conflict`` here, inside the transaction, which
+        then fails as a whole (see ``_failed``)."""
         if self._failed is not None:
             self._raise_failed()
         if not self._buffer.pending:
@@ -104,7 +106,7 @@ class OrmTx(OrmReads):
         try:
             with translate_errors():
                 sequence = self.dialect.sequence_value(schema.EVENT, "seq")
-                self.dialect.send(self._raw, self._buffer.statements(sequence))
+                self.dialect.send(self._raw, self._buffer.statements(sequence), then)
         except StorageError as exc:
             self._failed = exc
             raise
@@ -348,6 +350,11 @@ class OrmTx(OrmReads):
 
     def set_meta(self, key: str, value: str) -> None:
         self._cursor.execute(_SET_META, [value, key])
+
+    @property
+    def pending(self) -> bool:
+        """Whether buffered writes wait for the flush."""
+        return self._buffer.pending
 
     def set_meta_at_flush(self, key: str, value: str) -> None:
         """``set_meta`` sent with the buffered writes at the next flush (the clock row

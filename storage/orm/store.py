@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections, transaction
@@ -41,6 +42,22 @@ logger = logging.getLogger(__name__)
 # PostgreSQL: the session-level advisory lock that serialises writers ("conduit" in
 # ASCII). Advisory locks are per database, so test databases do not share it.
 WRITERS_LOCK = 0x636F6E64756974
+
+# The end of a writing transaction's last flush on PostgreSQL: its COMMIT and the
+# writers' lock's release travel with its writes, one round trip for three. Django's
+# atomic() then commits a connection no longer in a transaction, which psycopg skips
+# without a statement (``tests/storage/orm/test_postgres.py`` pins it). When a write or
+# the COMMIT fails, the server skips the rest of the text: the lock is still held, and
+# ``_writers_serialised`` releases it after atomic()'s rollback, as before.
+COMMIT_AND_UNLOCK = f"COMMIT;\nSELECT pg_advisory_unlock({WRITERS_LOCK})"
+
+
+@dataclass
+class WritersLock:
+    """The writers' lock held by ``_writers_serialised``; ``released`` once the text
+    that committed also released it (``COMMIT_AND_UNLOCK``)."""
+
+    released: bool = False
 
 
 class OrmStore:
@@ -116,7 +133,7 @@ class OrmStore:
             try:
                 with (
                     translate_errors(),
-                    self._writers_serialised(),
+                    self._writers_serialised() as lock,
                     transaction.atomic(using=self.using),
                 ):
                     # One row holds "<last now> <version>": read once under the lock,
@@ -140,8 +157,13 @@ class OrmStore:
                     if tx.dirty or now != last:
                         clock = f"{now} {version + (1 if tx.dirty else 0)}"
                         tx.set_meta_at_flush("clock", clock)
-                    # The row writes, the tally and the clock row, together.
-                    tx.flush()
+                    # The row writes, the tally and the clock row, together; on
+                    # PostgreSQL with the COMMIT and the unlock (``WritersLock``).
+                    if lock is not None and tx.pending:
+                        tx.flush(then=COMMIT_AND_UNLOCK)
+                        lock.released = True
+                    else:
+                        tx.flush()
                 return result
             finally:
                 if tx is not None:
@@ -170,7 +192,7 @@ class OrmStore:
         return parse_clock(value)[0]
 
     @contextmanager
-    def _writers_serialised(self) -> Iterator[None]:
+    def _writers_serialised(self) -> Iterator[WritersLock | None]:
         """PostgreSQL: hold the writers' advisory lock from before BEGIN to after
         COMMIT or ROLLBACK. SQLite: nothing (BEGIN IMMEDIATE does the same).
 
@@ -190,14 +212,15 @@ class OrmStore:
         40001 -> Conflict. Every committing writer updates the clock row, so even
         without the lock two overlapping writers could not both commit.
 
-        The lock belongs to the session, so it must be released even when the
-        transaction failed; if releasing fails, the connection is closed, which ends
+        A writing transaction releases it in its COMMIT's text (``COMMIT_AND_UNLOCK``,
+        ``WritersLock.released``); every other end releases it here. The lock belongs
+        to the session, so it must be released even when the transaction failed; if releasing fails, the connection is closed, which ends
         the session and with it the lock (a pool discards a closed connection).
         ``lock_timeout`` (settings) bounds the wait, like SQLite's busy timeout.
         """
         conn = connections[self.using]
         if not dialect(conn).writers_lock:
-            yield
+            yield None
             return
         try:
             with conn.cursor() as cursor:
@@ -208,12 +231,14 @@ class OrmStore:
             # Interrupted while waiting: the lock may have been granted.
             _discard_session(conn)
             raise
+        lock = WritersLock()
         try:
-            yield
+            yield lock
         finally:
             try:
-                with conn.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [WRITERS_LOCK])
+                if not lock.released:  # else by the COMMIT's own text
+                    with conn.cursor() as cursor:
+                        cursor.execute("SELECT pg_advisory_unlock(%s)", [WRITERS_LOCK])
             except BaseException as exc:
                 _discard_session(conn)
                 if not isinstance(exc, Exception):

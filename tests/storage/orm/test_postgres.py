@@ -179,7 +179,9 @@ def test_a_failed_unlock_ends_the_session_so_the_lock_goes_with_it(
     store: OrmStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Failure injection: the unlock statement fails on a live session. The session is
-    closed (not handed back to the pool holding the lock); the commit stands."""
+    closed (not handed back to the pool holding the lock). (A transaction that writes
+    nothing: a writing one releases the lock in its COMMIT's text, test_round_trips.)"""
+    store.transact(Guard(), lambda tx: tx.put_work(make_work("w1")))  # the clock moved
     conn = connections["default"]
     real_cursor = conn.cursor
 
@@ -202,7 +204,7 @@ def test_a_failed_unlock_ends_the_session_so_the_lock_goes_with_it(
             return self._cursor.execute(sql, params)
 
     def callback(tx: Tx) -> None:
-        tx.put_work(make_work("w1"))
+        tx.works()  # nothing to write, not even the clock row (the clock stands still)
         monkeypatch.setattr(conn, "cursor", FailingUnlock)
 
     store.transact(Guard(), callback)

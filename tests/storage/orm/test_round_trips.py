@@ -5,9 +5,10 @@ text of several statements is one; BEGIN and COMMIT are not seen), on both engin
 so a change that adds a statement per transaction or per operation shows here.
 
 PostgreSQL, per transaction: the writers' lock, the metadata read (with the Event
-sequence's last value), the flush (every write, the tally and the clock row in one
-text), the unlock; per operation: the Event's delivery lookup and the attempt, its
-Work and the Work's attempts. Before issue 22's round-trip work: 13 and 58.
+sequence's last value), the flush (every write, the tally, the clock row, COMMIT and
+the unlock in one text); per operation: the Event's delivery lookup and the attempt,
+its Work and the Work's attempts. Before issue 22's round-trip work: 13 and 58 (and
+COMMIT). The COMMIT in the flush's text leans on psycopg, pinned here too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,17 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from storage import Binding, CorrelationKey, Event, Execution, Guard, Payload, Tx, Work
+from storage import (
+    Binding,
+    Conflict,
+    CorrelationKey,
+    Event,
+    Execution,
+    Guard,
+    Payload,
+    Tx,
+    Work,
+)
 from storage.orm import OrmStore
 
 from ..support import FakeClock
@@ -28,7 +39,7 @@ pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view
 PAYLOAD = Payload("bench.order", b'{"id": "ord_0000"}')
 # (operations per transaction) -> calls per engine.
 EXPECTED = {
-    "postgresql": {1: 8, 10: 44},
+    "postgresql": {1: 7, 10: 43},
     # No lock statements (BEGIN IMMEDIATE), the sequence read, one executemany per table.
     "sqlite": {1: 12, 10: 48},
 }
@@ -120,3 +131,54 @@ def _sequences(tx: Tx, start: int, count: int) -> list[int]:
         out.append(stored.sequence)
     tx.flush()  # type: ignore[attr-defined]  # the INSERTs reach the database
     return out
+
+
+@pytest.mark.postgres_only
+def test_django_commits_nothing_after_a_commit_sent_in_a_statement_text() -> None:
+    """What ``COMMIT_AND_UNLOCK`` leans on: atomic() exits without an error and without
+    a second COMMIT when the transaction already ended inside it (psycopg skips a
+    commit on an idle connection), and what the text wrote is committed."""
+    from django.db import transaction
+
+    conn = connections["default"]
+    with transaction.atomic(using="default"), conn.cursor() as cursor:
+        cursor.execute("INSERT INTO conduit_kv (namespace, key, value) VALUES ('n', 'k', '')")
+        cursor.execute("COMMIT")
+        assert conn.connection is not None
+        assert conn.connection.info.transaction_status.name == "IDLE"
+    with connections["view"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM conduit_kv WHERE namespace = 'n'")
+        assert cursor.fetchone()[0] == 1
+    connections["view"].close()
+
+
+@pytest.mark.postgres_only
+def test_a_conflict_in_the_committing_text_commits_nothing_and_releases_the_lock(
+    store: OrmStore,
+) -> None:
+    """The flush's text fails at a write: the server skips its COMMIT and unlock, the
+    transaction rolls back and the lock is released by its own statement after."""
+    from storage.orm.store import WRITERS_LOCK
+
+    _prepare(store, 1)
+
+    def callback(tx: Tx) -> None:
+        tx.put_work(Work(id="w9", kind="k", keys=(CorrelationKey("bench", "taken"),)))
+        with connections["default"].cursor() as cursor:  # behind the buffer's back
+            cursor.execute(
+                "INSERT INTO conduit_key (source, external_id, work_id, ordinal) "
+                "VALUES ('bench', 'taken', 'somebody-else', 0)"
+            )
+
+    with pytest.raises(Conflict):
+        store.transact(Guard(), callback)
+    with connections["view"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s",
+            [WRITERS_LOCK],
+        )
+        assert cursor.fetchone()[0] == 0, "the writers' lock outlived the failed text"
+    connections["view"].close()
+    assert "w9" not in store.view(lambda tx: [w.id for w in tx.works()])
+    store.transact(Guard(), lambda tx: _operations(tx, 0, 1))  # the next writer goes on
