@@ -163,7 +163,7 @@ def test_a_conflict_in_the_committing_text_commits_nothing_and_releases_the_lock
     _prepare(store, 1)
 
     def callback(tx: Tx) -> None:
-        tx.put_work(Work(id="w9", kind="k", keys=(CorrelationKey("bench", "taken"),)))
+        tx.put_work(Work(id="w9", kind="bench.order", keys=(CorrelationKey("bench", "taken"),)))
         with connections["default"].cursor() as cursor:  # behind the buffer's back
             cursor.execute(
                 "INSERT INTO conduit_key (source, external_id, work_id, ordinal) "
