@@ -214,8 +214,9 @@ class OrmStore:
 
         A writing transaction releases it in its COMMIT's text (``COMMIT_AND_UNLOCK``,
         ``WritersLock.released``); every other end releases it here. The lock belongs
-        to the session, so it must be released even when the transaction failed; if releasing fails, the connection is closed, which ends
-        the session and with it the lock (a pool discards a closed connection).
+        to the session, so it must be released even when the transaction failed; if
+        releasing fails, the connection is closed, which ends the session and with it
+        the lock (a pool discards a closed connection).
         ``lock_timeout`` (settings) bounds the wait, like SQLite's busy timeout.
         """
         conn = connections[self.using]
