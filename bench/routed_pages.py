@@ -1,13 +1,14 @@
 """Benchmark 9: the routed-run console's Workflows list and workflow page against the
 Work list, at the same count of workflows as of Work.
 
-The Work history is benchmark 2's (``history.amplify``); into a copy of it the child
-admits a seed of real routed workflows through ``RoutedStore`` (three deployments,
-attempts claimed, some failed with a reason, some paused), then clones the seed's
-workflow rows in plain SQL under new IDs up to the count (admission runs at tens of
-transactions a second, so 100,000 through the store would take most of an hour). The
-Workflows list reads only the workflow and deployment tables, so the clones are what
-it pages over; the workflow page is timed on a seed workflow, which has every record.
+The Work history is a realistic one (``history.amplify(proportional=True)``); into
+a copy of it the child admits a seed of real routed workflows through
+``RoutedStore`` (three deployments, attempts claimed, some failed with a reason,
+some paused), then clones the seed's workflow rows in plain SQL under new IDs up
+to the count (admission runs at tens of transactions a second, so 100,000 through
+the store would take most of an hour). The Workflows list reads only the workflow
+and deployment tables, so the clones are what it pages over; the workflow page is
+timed on a seed workflow, which has every record.
 
 In-process with django.test.Client as a signed-in superuser, DEBUG off, as in
 benchmarks 3 and 7; the pages are requested in turn, so each sees the same machine.
@@ -219,7 +220,7 @@ def run(ws: Workspace, history: DataDir, sizes: Sizes) -> Section:
         f"SQLite. {SEED} workflows admitted through `RoutedStore` (three deployments, an "
         "attempt claimed on each; a third failed with a reason, a third with a pause "
         "requested), their workflow rows then cloned in plain SQL under new IDs up to the "
-        "count, beside a Work history of the same count (benchmark 2's). Server time "
+        "count, beside a realistic Work history of the same count. Server time "
         "in-process with `django.test.Client` as a signed-in superuser, DEBUG off, "
         f"{sizes.page_reps} requests per page after one warm-up round, the pages in turn.",
     )

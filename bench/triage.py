@@ -2,11 +2,11 @@
 retry of 1,000 exhausted Work, against the plain Work list in the same run, on both
 histories.
 
-In-process with django.test.Client as a signed-in superuser, like benchmark 3. The
-histories' live rows are the seed's (``history.amplify`` clones terminal Work only),
-so the exhausted list selects the same few Work at every size while the failed Work
-the Errors page groups grow with the history: the ratios say whether each page's
-cost follows its selection or the table. The bulk retry adds its own exhausted Work
+In-process with django.test.Client as a signed-in superuser, like benchmark 3, on
+its realistic histories (``history.amplify(proportional=True)``): the live set, and
+so the exhausted Work among it, grows in proportion, as do the failed Work the
+Errors page groups; the ratios against the Work list on the same history say
+whether each page costs more than the list it narrows. The bulk retry adds its own exhausted Work
 (one transaction per 250, through the storage API, as a runtime would leave them)
 and times the confirmation (GET) and the action (POST, every Work its own manual
 Event) of one run at the real cap.
@@ -139,8 +139,9 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
     section = Section(
         "7",
         "Triage: exhausted Work, error groups, bulk retry",
-        "Both histories. Server time in-process with `django.test.Client` as a signed-in "
-        "superuser, as in benchmark 3, DEBUG off. Each page against the plain Work list "
+        "Both realistic histories (benchmark 3's). Server time in-process with "
+        "`django.test.Client` as a signed-in superuser, as in benchmark 3, DEBUG off. "
+        "Each page against the plain Work list "
         "(`/`) measured in the same child, interleaved: "
         f"{sizes.page_reps} requests per page after one warm-up round. The bulk retry: "
         f"{sizes.bulk:,} fresh exhausted Work in one error group (written through the "

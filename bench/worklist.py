@@ -306,6 +306,17 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
             slowest <= 0.25,
         )
     )
+    # The issue counts the whole-history window among "every dashboard": the series
+    # over a store whose every row is inside the window (storage reads alone).
+    whole = max(t[name].median for name in ("series_everything", "series_everything_scope"))
+    section.targets.append(
+        Target(
+            f"Dashboard series over the whole history at {sizes.large:,} Work (slowest of two)",
+            f"{whole * 1000:.0f} ms",
+            "<= 250 ms",
+            whole <= 0.25,
+        )
+    )
     section.add(
         "The Work page at the same size: "
         f"`{p['work_page']}` (a finished deploy.service with children) {ms(t['work_page'])}; "
