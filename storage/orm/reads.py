@@ -57,6 +57,9 @@ _WORK_KIND = f"(SELECT w.kind FROM {schema.WORK} w WHERE w.id = x.work_id)"
 
 # The attempts (alias x) of the dashboards' attempt reads.
 _ATTEMPTS = f"{schema.EXECUTION} x"
+# Up to this many Scopes, a list of running attempts is merged from each Scope's first
+# rows (``_live_attempts``); past it, one IN list and a sort.
+_MERGED_SCOPES = 64
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # Per ID kind: the table, its ID column, the SQL of the owning Work's ID, and the
@@ -490,22 +493,44 @@ class OrmReads(BaseTx):
         return sql, [*params, *scope_params]
 
     def _live_attempts(
-        self, where: str, params: list[Any], scope_ids: Sequence[str] | None, order: str
+        self,
+        where: str,
+        params: list[Any],
+        scope_ids: Sequence[str] | None,
+        key: str,
+        limit: int,
     ) -> list[Execution]:
-        sql, bound = self._running("data", where, params, scope_ids)
-        rows = self._column(f"{sql} ORDER BY {order}", bound)
+        """The running attempts meeting ``where`` in ``key, id`` order, the first
+        ``limit`` (0: all). Within a few Scopes, the first ``limit`` of each Scope
+        (one range of the execution_scope_run_* index each), merged: one IN list
+        would fetch and sort every running attempt of the subtree (a realistic
+        million holds 12,000 in the busiest tree) to keep ten."""
+        cap = f" LIMIT {int(limit)}" if limit else ""
+        if limit and scope_ids is not None and 0 < len(scope_ids) <= _MERGED_SCOPES:
+            branches, bound = [], []
+            for n, scope in enumerate(sorted(scope_ids)):
+                sql, more = self._running("data, id, " + key + " AS k", where, params, None)
+                branches.append(
+                    f"SELECT data, id, k FROM ({sql} AND scope_id = %s"
+                    f" ORDER BY {key}, id{cap}) b{n}"
+                )
+                bound += [*more, scope]
+            merged = " UNION ALL ".join(branches)
+            rows = self._column(f"SELECT data FROM ({merged}) m ORDER BY k, id{cap}", bound)
+        else:
+            sql, bound = self._running("data", where, params, scope_ids)
+            rows = self._column(f"{sql} ORDER BY {key}, id{cap}", bound)
         return [codec.decode(Execution, d) for d in rows]
 
     def _running_executions(self, scope_ids: Sequence[str] | None, limit: int) -> list[Execution]:
         started = self.dialect.json_nanos("data", "started_at")
-        order = f"{started}, id" + (f" LIMIT {int(limit)}" if limit else "")
-        return self._live_attempts("", [], scope_ids, order)
+        return self._live_attempts("", [], scope_ids, started, limit)
 
     def _expired_executions(
         self, at: Nanos, scope_ids: Sequence[str] | None, limit: int
     ) -> list[Execution]:
-        order = "lease_expires_ns, id" + (f" LIMIT {int(limit)}" if limit else "")
-        return self._live_attempts(" AND lease_expires_ns <= %s", [at], scope_ids, order)
+        where = " AND lease_expires_ns <= %s"
+        return self._live_attempts(where, [at], scope_ids, "lease_expires_ns", limit)
 
     def _count_expired(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
         sql, bound = self._running("COUNT(*)", " AND lease_expires_ns <= %s", [at], scope_ids)

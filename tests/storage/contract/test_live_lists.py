@@ -73,6 +73,9 @@ def test_the_live_lists_of_a_scope_agree_with_their_meaning(store: Store, clock:
                 assert t.count_expired_executions(at, scope_ids) == len(got[1])
                 assert t.count_overdue_timers(at, scope_ids) == len(got[2])
                 assert ids(t.expired_executions(at, scope_ids, 1)) == got[1][:1]
+                # A limit within several Scopes (the ORM merges each Scope's first).
+                assert ids(t.running_executions(scope_ids, 2)) == got[0][:2]
+                assert ids(t.expired_executions(at, scope_ids, 2)) == got[1][:2]
                 assert ids(t.overdue_timers(at, scope_ids, 1)) == got[2][:1]
 
         store.view(check)
