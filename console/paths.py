@@ -12,6 +12,7 @@ characters. ``tests/console/test_paths.py`` checks the two agree on awkward IDs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from urllib.parse import quote
 
 from django.urls import get_resolver, get_script_prefix, get_urlconf, reverse
@@ -41,15 +42,25 @@ ID_URLS = {
 
 def id_url(name: str, value: str, **fixed: str) -> str:
     """``reverse(name, kwargs={**fixed, arg: value})`` for a name of ``ID_URLS``."""
-    if "\n" in value or not value:
-        # reverse() refuses these (the converter's ".+" matches no newline, nor nothing):
-        # let it raise as it always has.
-        return reverse(name, kwargs={**fixed, ID_URLS[name]: value})
+    return url_maker(name, **fixed)(value)
+
+
+def url_maker(name: str, **fixed: str) -> Callable[[str], str]:
+    """``id_url`` for many IDs of one request: the prefix looked up once (the script
+    prefix and the URLconf are per-request lookups, a third of ``id_url``'s cost)."""
     key = (get_script_prefix(), get_resolver(get_urlconf()), name, tuple(sorted(fixed.items())))
     prefix = _PREFIXES.get(key)
     if prefix is None:
         prefix = reverse(name, kwargs={**fixed, ID_URLS[name]: _MARK})[: -len(_MARK)]
         _PREFIXES[key] = prefix
-    if _ORDINARY.fullmatch(value):
-        return prefix + value  # what to_url() and quote() leave as it is: most IDs
-    return prefix + quote(_CONVERTER.to_url(value), safe=_SAFE)
+
+    def url(value: str) -> str:
+        if _ORDINARY.fullmatch(value):
+            return prefix + value  # what to_url() and quote() leave as it is: most IDs
+        if "\n" in value or not value:
+            # reverse() refuses these (the converter's ".+" matches no newline, nor
+            # nothing): let it raise as it always has.
+            return reverse(name, kwargs={**fixed, ID_URLS[name]: value})
+        return prefix + quote(_CONVERTER.to_url(value), safe=_SAFE)
+
+    return url

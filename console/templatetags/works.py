@@ -9,12 +9,13 @@ the same; every value goes through ``visible`` and is escaped as the template di
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from console.paths import id_url
+from console.paths import id_url, url_maker
 from console.templatetags.console import badge, countdown, esc, visible, when
 from console.templatetags.ids import short_id
 
@@ -83,16 +84,22 @@ def row_actions(w: Any, t: Any, back: str) -> SafeString:
     """Retry and Cancel on a list row (``back`` the page to return to, already
     urlencoded): with htmx each opens the compact confirmation under the row; without,
     the full confirmation page, which returns to ``back`` too."""
+    return _row_actions(w, t, back, url_maker("retry_work"), url_maker("cancel_work"))
+
+
+def _row_actions(
+    w: Any, t: Any, back: str, retry: Callable[[str], str], cancel: Callable[[str], str]
+) -> SafeString:
     links = []
     e = esc(w.id)
     if getattr(t, "next", ""):
-        url = esc(f"{id_url('retry_work', w.id)}?next={back}")
+        url = esc(f"{retry(w.id)}?next={back}")
         links.append(
             f'<a href="{url}" hx-get="{url}" hx-target="closest tr" hx-swap="afterend" '
             f'hx-push-url="false" data-inline-open aria-label="Retry {e}">Retry…</a>'
         )
     if not w.terminal:
-        url = esc(f"{id_url('cancel_work', w.id)}?next={back}")
+        url = esc(f"{cancel(w.id)}?next={back}")
         links.append(
             f'<a class="danger" href="{url}" hx-get="{url}" hx-target="closest tr" '
             f'hx-swap="afterend" hx-push-url="false" data-inline-open '
@@ -127,6 +134,11 @@ def work_rows(rows: Any, columns: Any, act: bool, now: int, back: str) -> SafeSt
     actions when ``act``, the ID, and the ``columns`` the user chose
     (``console/saved/columns.py``), in their fixed order."""
     out = []
+    page, retry, cancel = (
+        url_maker("work_detail"),
+        url_maker("retry_work"),
+        url_maker("cancel_work"),
+    )
     for w, t in rows:
         e = esc(w.id)
         cells = []
@@ -135,7 +147,7 @@ def work_rows(rows: Any, columns: Any, act: bool, now: int, back: str) -> SafeSt
                 f'<td class="select"><input type="checkbox" name="work" value="{e}" '
                 f'aria-label="Select {e}"></td>'
             )
-        cells.append(f'<td class="id">{short_id(w.id, work_url(w.id), "Work ID")}</td>')
+        cells.append(f'<td class="id">{short_id(w.id, page(w.id), "Work ID")}</td>')
         if "state" in columns:
             cells.append(f"<td>{work_state(w, t)}</td>")
         if "last" in columns:
@@ -143,14 +155,14 @@ def work_rows(rows: Any, columns: Any, act: bool, now: int, back: str) -> SafeSt
         for column, field, dashed in _TEXT_CELLS:
             if column in columns:
                 value = getattr(w, field)
-                shown = esc(visible(value or "—" if dashed else value))
+                shown = esc(visible(value)) if value or not dashed else "—"
                 cells.append(f'<td class="mono">{shown}</td>')
         if "created" in columns:
             cells.append(f'<td class="time">{when(w.created_at, now)}</td>')
         if "updated" in columns:
             cells.append(f'<td class="time">{when(w.updated_at, now)}</td>')
         if act:
-            cells.append(row_actions(w, t, back))
+            cells.append(_row_actions(w, t, back, retry, cancel))
         out.append("<tr>\n" + "\n".join(cells) + "\n</tr>\n")
     # Escaped above: each cell is esc()'d text or a tag's safe markup.
     return mark_safe("".join(out))  # noqa: S308
