@@ -15,7 +15,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import FullResultSet
-from django.db.models import CharField, Count, F, Max, Min, Q, QuerySet, Value
+from django.db.models import (
+    BigIntegerField,
+    CharField,
+    Count,
+    ExpressionWrapper,
+    F,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Value,
+)
 from django.db.models.functions import Concat
 
 from .. import codec
@@ -157,7 +168,11 @@ class OrmReads(BaseTx):
             # the update-time index's range and sorted it all for one page in creation
             # order (900 ms at 100,000 Work, a poll of a settled list). Compared through
             # ``updated_ns + 0`` the bound leaves it the order's index, on both engines.
-            qs = qs.alias(updated_unindexed=F("updated_ns") + Value(0)).filter(
+            # Typed as the column is, which the sum is not (Django makes it an
+            # IntegerField), else the lookup on PostgreSQL drops a bound past 32 bits
+            # as true of every row, and every nanosecond time is past them.
+            bound = ExpressionWrapper(F("updated_ns") + Value(0), BigIntegerField())
+            qs = qs.alias(updated_unindexed=bound).filter(
                 updated_unindexed__lt=q.updated_before
             )
         elif q.updated_before is not None:

@@ -168,7 +168,12 @@ def test_a_connection_lost_before_commit_releases_the_lock(store: OrmStore) -> N
     with pytest.raises(Unavailable):
         store.transact(Guard(), lose_the_connection)
 
-    assert writers_lock_holders() == 0
+    # The server ends a closed session, and releases its locks, when its backend reads
+    # the end of the socket: soon, not at once (the suite saw it held once, under load).
+    started = time.monotonic()
+    while writers_lock_holders() and time.monotonic() - started < 2.0:
+        time.sleep(0.02)
+    assert writers_lock_holders() == 0, "the lost session still holds the lock after 2 s"
     started = time.monotonic()
     store.transact(Guard(), lambda tx: tx.put_work(make_work("w2")))
     assert time.monotonic() - started < 2.0, "the next writer waited for the lost session"
