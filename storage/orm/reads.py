@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import FullResultSet
@@ -33,7 +33,6 @@ from .. import codec
 from ..meaning.events import EventScan
 from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
-from ..meaning.tally import TallyKey
 from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
 from ..records import (
     LIVE_EXECUTION_STATES,
@@ -172,9 +171,7 @@ class OrmReads(BaseTx):
             # IntegerField), else the lookup on PostgreSQL drops a bound past 32 bits
             # as true of every row, and every nanosecond time is past them.
             bound = ExpressionWrapper(F("updated_ns") + Value(0), BigIntegerField())
-            qs = qs.alias(updated_unindexed=bound).filter(
-                updated_unindexed__lt=q.updated_before
-            )
+            qs = qs.alias(updated_unindexed=bound).filter(updated_unindexed__lt=q.updated_before)
         elif q.updated_before is not None:
             qs = qs.filter(updated_ns__lt=q.updated_before)
         if q.exhausted:
@@ -203,10 +200,6 @@ class OrmReads(BaseTx):
 
     def _count_works(self, query: WorkQuery) -> int:
         return self._filtered(query).count()
-
-    def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
-        for sql, params in tally_sql.upserts(changes):
-            self._cursor.execute(sql, params)
 
     def _tally_facets(self, query: WorkQuery) -> WorkFacets:
         sql, params = tally_sql.facets_statement(query)
