@@ -93,20 +93,21 @@ def _row_actions(
     links = []
     e = esc(w.id)
     if getattr(t, "next", ""):
-        url = esc(f"{retry(w.id)}?next={back}")
-        links.append(
-            f'<a href="{url}" hx-get="{url}" hx-target="closest tr" hx-swap="afterend" '
-            f'hx-push-url="false" data-inline-open aria-label="Retry {e}">Retry…</a>'
-        )
+        links.append(_inline_action(esc(f"{retry(w.id)}?next={back}"), "Retry", "", e))
     if not w.terminal:
         url = esc(f"{cancel(w.id)}?next={back}")
-        links.append(
-            f'<a class="danger" href="{url}" hx-get="{url}" hx-target="closest tr" '
-            f'hx-swap="afterend" hx-push-url="false" data-inline-open '
-            f'aria-label="Cancel {e}">Cancel…</a>'
-        )
+        links.append(_inline_action(url, "Cancel", ' class="danger"', e))
     # Escaped above: the URLs and the ID went through esc().
     return mark_safe('<td class="row-actions">' + "".join(links) + "</td>")  # noqa: S308
+
+
+def _inline_action(url: str, verb: str, css: str, e: str) -> str:
+    """One row action's link (``url`` and the ID ``e`` escaped): its confirmation
+    opens under the row with htmx, or as its own page without."""
+    return (
+        f'<a{css} href="{url}" hx-get="{url}" hx-target="closest tr" hx-swap="afterend" '
+        f'hx-push-url="false" data-inline-open aria-label="{verb} {e}">{verb}…</a>'
+    )
 
 
 @register.filter
