@@ -299,13 +299,30 @@ class Phase:
     load: tuple[float, float]  # the machine's 1-minute load average before and after
 
 
-def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
+def run(ws: Workspace, histories: list[DataDir], sizes: Sizes) -> Section:
+    """The mix on each history in turn (the full run: the small and the large realistic
+    one, as issue 22 asks every page benchmark at both sizes), one block and one set of
+    targets per history."""
+    section: Section | None = None
+    for history in histories:
+        part = _run_one(ws, history, sizes, labelled=len(histories) > 1)
+        if section is None:
+            section = part
+        else:
+            section.blocks += part.blocks
+            section.targets += part.targets
+    if section is None:
+        raise ValueError("benchmark 5 needs a history")
+    return section
+
+
+def _run_one(ws: Workspace, history: DataDir, sizes: Sizes, labelled: bool) -> Section:
     counts = (sizes.load_clients, HEAVY_CLIENTS)
     log(
         f"benchmark 5: the 12-kind mix at {' and '.join(map(str, counts))} clients, "
         f"{sizes.load_seconds:g} s each, against gunicorn while manage.py simulate commits"
     )
-    data = ws.copy_of(small, "load")
+    data = ws.copy_of(history, "load")
     info = child(data, "load.setup")
     port = _free_port()
     logs = data.path / "logs"
@@ -391,7 +408,9 @@ def run(ws: Workspace, small: DataDir, sizes: Sizes) -> Section:
     )
     ws.discard(data)
     found = {"runs": len(runs), "workflows": len(workflows), "artifact": bool(info["artifact"])}
-    return _section(sizes, info["total"], phases, warm, locked, tracebacks, summary, found)
+    return _section(
+        sizes, info["total"], phases, warm, locked, tracebacks, summary, found, labelled
+    )
 
 
 def _percentiles(values: list[float]) -> list[str]:
@@ -433,11 +452,17 @@ def _section(
     tracebacks: int,
     summary: str,
     found: Mapping[str, object],
+    labelled: bool,
 ) -> Section:
     section = Section(
         "5",
         "Under load",
-        f"{works:,} Work of history. gunicorn (`conduit.wsgi`, 2 gthread workers x 4 threads, "
+        (
+            "Each history in turn, one block each below. "
+            if labelled
+            else f"{works:,} Work of history. "
+        )
+        + f"gunicorn (`conduit.wsgi`, 2 gthread workers x 4 threads, "
         f"whitenoise, DEBUG off) on 127.0.0.1 at a free port; `manage.py simulate --rate "
         f"{sizes.sim_rate:g}` committing beside it; client threads (http.client, keep-alive, "
         "loopback only), signed in, each walking the console's 12-kind mix (`bench/mix.py`: "
@@ -449,6 +474,8 @@ def _section(
         f"{found['runs']} run pages, {found['workflows']} workflow pages, "
         f"{'an' if found['artifact'] else 'no'} artifact.",
     )
+    if labelled:
+        section.add(f"### {works:,} Work of history")
     for phase in phases:
         section.add(_phase_block(phase))
     section.add(
@@ -459,7 +486,8 @@ def _section(
     )
     every = [p for phase in phases for c in phase.results for p in c.answers]
     poll_errors = sum(c.poll_errors for phase in phases for c in phase.results)
-    polls.report(section, every, poll_errors)
+    at = f" at {works:,} Work" if labelled else ""
+    polls.report(section, every, poll_errors, at)
     # Errors of the warm-up count too: a failed request is a failure whenever it happens.
     errors = [e for c in warm for e in c.errors] + [
         e for phase in phases for c in phase.results for e in c.errors
@@ -474,20 +502,20 @@ def _section(
     rss = max((v for phase in phases for v in phase.rss.values()), default=None)
     section.targets += [
         Target(
-            f"{first.clients if first else '?'}-client mix p95 beside simulate",
+            f"{first.clients if first else '?'}-client mix p95 beside simulate{at}",
             "n/a" if p95 is None else f"{num(p95 * 1000)} ms",
             f"<= {P95_GOAL * 1000:g} ms",
             None if p95 is None else p95 <= P95_GOAL,
         ),
         Target(
-            "Peak RSS per gunicorn worker under the mix",
+            f"Peak RSS per gunicorn worker under the mix{at}",
             "n/a" if rss is None else f"{num(rss)} MB",
             f"<= {RSS_GOAL:g} MB",
             None if rss is None else rss <= RSS_GOAL,
         ),
-        Target("Errors under load", str(len(errors)), "0", not errors and total > 0),
+        Target(f"Errors under load{at}", str(len(errors)), "0", not errors and total > 0),
         Target(
-            '"database is locked" under load',
+            f'"database is locked" under load{at}',
             str(sum(locked.values())),
             "0",
             not any(locked.values()),

@@ -83,9 +83,12 @@ class Tabs:
         return ""
 
 
-def report(section: Section, polls: list[tuple[str, int, float]], errors: int) -> None:
+def report(
+    section: Section, polls: list[tuple[str, int, float]], errors: int, at: str = ""
+) -> None:
     """The 204 share and latency per kind of region, and the target for untouched ones.
-    ``polls``: (kind of region, status, seconds) of each poll; ``errors``: failed polls."""
+    ``polls``: (kind of region, status, seconds) of each poll; ``errors``: failed polls;
+    ``at``: which history, in the targets' names, when the benchmark runs on several."""
     rows = []
     shares: dict[str, float] = {}
     for kind in dict.fromkeys(k for k, _, _ in polls):
@@ -111,7 +114,7 @@ def report(section: Section, polls: list[tuple[str, int, float]], errors: int) -
         share = shares.get(kind)
         section.targets.append(
             Target(
-                f"Poll 204 share, {kind}",
+                f"Poll 204 share, {kind}{at}",
                 "n/a" if share is None else f"{num(share * 100)}%",
                 f">= {GOAL:.0%}",
                 None if share is None else share >= GOAL and not errors,
