@@ -30,6 +30,7 @@ history comes last; no benchmarked read depends on Event order across Work.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -52,8 +53,39 @@ class Seed:
     line: str  # generate's summary line
 
 
+def reused(ws: Workspace, name: str, built: dict[str, Any]) -> DataDir | None:
+    """``name``'s folder in a kept workspace (``--reuse``) when an earlier run built it
+    with the same parameters (``built``), brought to this code's schema: its
+    migrations run (their backfills fill what newer rules keep beside the records)
+    and the tallies are counted again. None when it is missing or was built otherwise."""
+    data = DataDir(ws.root / name)
+    marker = data.path / BUILT
+    if not (data.db.exists() and marker.exists()):
+        return None
+    if json.loads(marker.read_text()) != built:
+        return None
+    log(f"reusing {data.path} ({built})")
+    manage(data, "migrate", "--noinput", "-v", "0")
+    child(data, "history.rebuild_tally")
+    checkpoint(data)
+    return data
+
+
+def _mark(data: DataDir, built: dict[str, Any]) -> None:
+    (data.path / BUILT).write_text(json.dumps(built))
+
+
+# The parameters a kept history was built with (``reused``).
+BUILT = "built.json"
+
+
 def seed(ws: Workspace, works: int, unrouted: int, progress: bool) -> Seed:
     """A migrated database with ``works`` generated Work and ``unrouted`` unrouted Events."""
+    built = {"seed": works, "unrouted": unrouted}
+    again = reused(ws, "seed", built) if ws.keep else None
+    if again is not None:
+        saved = json.loads((again.path / "seed-line.json").read_text())
+        return Seed(again, works, saved["seconds"], saved["rate"], saved["line"])
     data = ws.fresh("seed")
     manage(data, "migrate", "--noinput", "-v", "0")
     # ~50 batches: history spread over 50 instants, each batch one transaction.
@@ -68,6 +100,9 @@ def seed(ws: Workspace, works: int, unrouted: int, progress: bool) -> Seed:
     # generate's own rate (without the process start), else ours.
     found = re.search(r"\(([\d.]+) Work/s\)", line)
     rate = float(found.group(1)) if found else works / elapsed if elapsed else 0.0
+    saved = {"seconds": elapsed, "rate": rate, "line": line}
+    (data.path / "seed-line.json").write_text(json.dumps(saved))
+    _mark(data, built)
     return Seed(data, works, elapsed, rate, line)
 
 
@@ -116,6 +151,10 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool
     grows in proportion (``proportional``, the realistic history), or its terminal
     Work only, so every size keeps the seed's own live set (benchmark 2 compares
     retained history under one live set)."""
+    built = {"seed": seed.works, "works": works, "proportional": proportional}
+    again = reused(ws, name, built) if ws.keep else None
+    if again is not None:
+        return again
     data = ws.copy_of(seed.data, name)
     con = sqlite3.connect(data.db, isolation_level=None)
     try:
@@ -138,6 +177,7 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool
     child(data, "history.rebuild_tally")
     checkpoint(data)
     settle()
+    _mark(data, built)
     return data
 
 

@@ -4,7 +4,8 @@
     BENCH_FULL=1 .venv/bin/python -m bench   full sizes, writes bench/RESULTS.md
 
 Options: ``--only 1,3`` runs some benchmarks; ``--no-pg`` (or BENCH_PG=0) skips
-PostgreSQL; ``--keep`` (or BENCH_KEEP=1) keeps the data folders; ``--out PATH``.
+PostgreSQL; ``--keep`` (or BENCH_KEEP=1) keeps the data folders; ``--reuse DIR`` (or
+BENCH_REUSE) keeps the histories in DIR and reuses those built there; ``--out PATH``.
 Progress goes to stderr. A benchmark that crashes is reported as such, the others
 still run, and the exit status is 1; a missed target never changes the exit status.
 """
@@ -72,6 +73,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("BENCH_LOAD_HISTORY", ""),
         help="the histories benchmark 5 runs on (default: both in a full run, else small)",
     )
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        default=os.environ.get("BENCH_REUSE") or None,
+        help="keep the histories in this folder and reuse those an earlier run built there "
+        "with the same sizes (migrated to the current schema, tallies counted again)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -86,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "bench" / ("RESULTS.md" if sizes is FULL else "report.md")
     started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
     ws = Workspace(keep=args.keep)
+    # Where the seed and the amplified histories live: the run's own folder, or a kept
+    # one whose histories later runs reuse (an hour of cloning at full size).
+    kept = ws
+    if args.reuse is not None:
+        args.reuse.mkdir(parents=True, exist_ok=True)
+        kept = Workspace(root=args.reuse.resolve(), keep=True)
     # Collected once per run; every child's settings (bench.settings) read it.
     os.environ["BENCH_STATIC_ROOT"] = str(ws.root / "static")
     log(f"{sizes.name} run in {ws.root}; report: {out}")
@@ -118,13 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
         if only & {"2", "3", "4", "5", "7", "9"}:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
-            seed = history.seed(ws, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
+            seed = history.seed(kept, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
         attempt("1", lambda: throughput.run(ws, sizes, pg))
         built: dict[str, DataDir] = {}
 
         def benchmark_2() -> Section:
-            section, built["small"], built["large"] = selection.run(ws, seed, sizes, pg)
+            section, built["small"], built["large"] = selection.run(ws, kept, seed, sizes, pg)
             return section
 
         def history_of(key: str, realistic: bool = False) -> DataDir:
@@ -142,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 log(f"history: {works:,} Work{' (realistic)' if realistic else ''}")
                 built[name] = history.amplify(
-                    ws, seed, works, f"history-{name}", proportional=realistic
+                    kept, seed, works, f"history-{name}", proportional=realistic
                 )
             return built[name]
 

@@ -82,10 +82,11 @@ def _pair(ws: Workspace, seed: Seed, sizes: Sizes) -> tuple[DataDir, DataDir]:
 
 
 def run(
-    ws: Workspace, seed: Seed, sizes: Sizes, pg: Postgres | None
+    ws: Workspace, kept: Workspace, seed: Seed, sizes: Sizes, pg: Postgres | None
 ) -> tuple[Section, DataDir, DataDir]:
-    """Returns the section and the two built histories (templates for benchmarks 3-5)."""
-    small, large = _pair(ws, seed, sizes)
+    """Returns the section and the two built histories (templates for benchmarks 3-5),
+    which live in ``kept`` (the run's folder, or one a later run reuses)."""
+    small, large = _pair(kept, seed, sizes)
     section = Section(
         "2",
         "Cost follows the selection, not the history",

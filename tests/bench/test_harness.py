@@ -39,3 +39,24 @@ def test_the_harness_runs_every_benchmark_and_reports_each(tmp_path: Path) -> No
     assert "did not complete" not in text
     assert "PostgreSQL: not run" in text
     assert "| 5. Errors under load | 0 | 0 | met |" in text
+
+
+@pytest.mark.multiprocess
+@pytest.mark.sqlite_only
+def test_a_kept_history_is_reused_only_when_built_with_the_same_sizes(tmp_path: Path) -> None:
+    from bench import history
+    from bench.proc import Workspace, manage
+
+    kept = Workspace(root=tmp_path, keep=True)
+    data = kept.fresh("history-x")
+    manage(data, "migrate", "--noinput", "-v", "0")
+    built = {"seed": 200, "works": 300, "proportional": True}
+
+    assert history.reused(kept, "history-x", built) is None  # no marker: built by nobody
+
+    history._mark(data, built)
+    again = history.reused(kept, "history-x", built)
+    assert again is not None
+    assert again.db == data.db
+    assert history.reused(kept, "history-x", {**built, "works": 600}) is None
+    assert history.reused(kept, "history-y", built) is None
