@@ -24,10 +24,18 @@ from console.runtime.filters import StartedFilter
 from console.saved.presets import BY_KEY as PRESETS
 from console.scopes import SUBTREE_DEPTH
 from console.works.filters import WorkFilter
-from storage import WorkOrder, WorkState, from_ns
+from storage import WorkOrder, WorkState, from_ns, seconds
 
 KIND_BARS = 8  # kinds and executors shown before "N more"
-BUCKET_LABELS = {"1h": "5 minutes", "24h": "hour", "7d": "6 hours"}
+
+
+def bucket_label(width: int) -> str:
+    """A bucket's width in words: "5 minutes", "hour", "6 hours", "day", "3 days"."""
+    for unit, name in ((seconds(86_400), "day"), (seconds(3600), "hour"), (seconds(60), "minute")):
+        if width % unit == 0:
+            n = width // unit
+            return name if n == 1 else f"{n} {name}s"
+    return f"{width / seconds(1):g} seconds"
 
 
 def window_query(window: Window, chosen: bool) -> str:
@@ -43,6 +51,16 @@ def iso(ns: int) -> str:
 
 def _utc(ns: int, fmt: str) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime(fmt)
+
+
+def _title(lo: int, hi: int, fmt: str) -> str:
+    """A bar's tooltip: "Mon 01 Dec 06:00 to 12:00 UTC"; a bucket of whole days names
+    its days ("Mon 01 Dec UTC", "Mon 01 Dec to Wed 03 Dec UTC")."""
+    day = seconds(86_400)
+    if lo % day == 0 and hi % day == 0:
+        last = hi - day
+        return f"{_utc(lo, fmt)} UTC" if last == lo else f"{_utc(lo, fmt)} to {_utc(last, fmt)} UTC"
+    return f"{_utc(lo, fmt)} to {_utc(hi, '%H:%M')} UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +97,7 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
     links = Links(d.scope.id if d.scope else "")
     b, w = d.axis, d.window
     bounds = [b.bounds(i) for i in range(b.count)]
-    titles = [f"{_utc(lo, w.title_format)} to {_utc(hi, '%H:%M')} UTC" for lo, hi in bounds]
+    titles = [_title(lo, hi, w.title_format) for lo, hi in bounds]
     ticks = [
         _utc(lo, w.tick_format) if i % w.tick_every == 0 else "" for i, (lo, _) in enumerate(bounds)
     ]
@@ -143,7 +161,7 @@ def dashboard_context(d: Dashboard, path: str) -> dict[str, object]:
         "links": links,
         "windows": [(f"{path}?window={v.key}", v.label, v is w) for v in WINDOWS.values()],
         "window_query": window_query(w, d.chosen),
-        "bucket_label": BUCKET_LABELS[w.key],
+        "bucket_label": bucket_label(b.width),
         "list_size": LIST_SIZE,
         "depth": SUBTREE_DEPTH,
         "ended_chart": ended,

@@ -40,7 +40,8 @@ LIST_SIZE = 10  # rows in each "oldest / longest / stuck" list
 STAMP_PERIOD = seconds(60)
 LIVE_ORDER = tuple(s for s in WorkState if s in LIVE_WORK_STATES)
 TERMINAL_ORDER = tuple(s for s in WorkState if s in TERMINAL_WORK_STATES)
-MINUTE, HOUR = seconds(60), seconds(3600)
+MINUTE, HOUR, DAY = seconds(60), seconds(3600), seconds(86_400)
+ALL = "all"  # the whole history's window
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,10 @@ WINDOWS = {
         Window("1h", "Last hour", 5 * MINUTE, 12, 3, "%H:%M", "%H:%M"),
         Window("24h", "Last 24 hours", HOUR, 24, 6, "%H:%M", "%a %H:%M"),
         Window("7d", "Last 7 days", 6 * HOUR, 28, 4, "%a %H:%M", "%a %d %b %H:%M"),
+        Window("30d", "Last 30 days", DAY, 30, 5, "%d %b", "%a %d %b"),
+        # The whole history in at most ``count`` buckets of whole days (``axis``): the
+        # width given here is the least, widened to span the history.
+        Window(ALL, "All history", DAY, 30, 5, "%d %b %Y", "%a %d %b %Y"),
     )
 }
 DEFAULT_WINDOW = "24h"
@@ -75,11 +80,29 @@ def parse_window(raw: str) -> Window:
     return window
 
 
-def axis(window: Window, now: int) -> Buckets:
+def axis(window: Window, now: int, first: int | None = None) -> Buckets:
     """The window's buckets, aligned to whole bucket widths (UTC) so a shared URL
-    shows the same buckets within one width; the last bucket holds ``now``."""
+    shows the same buckets within one width; the last bucket holds ``now``. The whole
+    history's window (``first``: its earliest instant) starts on that instant's UTC day
+    and takes as many whole days a bucket as keep it within ``window.count`` buckets:
+    whole days are what the series tally counts without reading records."""
+    if window.key == ALL and first is not None:
+        start = min(first, now) // DAY * DAY
+        days = now // DAY - start // DAY + 1
+        per = -(-days // window.count)
+        return Buckets(start, per * DAY, -(-days // per))
     end = (now // window.width + 1) * window.width
     return Buckets(end - window.width * window.count, window.width, window.count)
+
+
+def first_instant(tx: Tx) -> int | None:
+    """The history's earliest instant as far as two index reads tell: the first Work
+    created and the first Event accepted (None: an empty store). An Event that made a
+    Work is accepted just before it, so this is the day the history begins."""
+    work = tx.query_works(WorkQuery(order=WorkOrder.CREATED_ASC, limit=1))
+    event = tx.events(limit=1)
+    times = [w.created_at for w in work] + [e.event.received_at for e in event]
+    return min(times) if times else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +151,8 @@ def read_dashboard(
     the expired attempts and overdue Timers counted (1 each: the lists hold the first
     ``LIST_SIZE``, so a backlog of either costs its count, not its records),
     the listed Work's last tries (3), and without a ``window`` the first Event (1,
-    ``auto_window``). Every selection is by indexed columns (an attempt's Scope is a
+    ``auto_window``), with the whole history's window its first Work and Event (2,
+    ``first_instant``). Every selection is by indexed columns (an attempt's Scope is a
     column of its row): no record is decoded but those shown. ``now`` fixes the
     View's time (tests; default: the clock)."""
 
@@ -144,7 +168,7 @@ def read_dashboard(
         ids = tree.ids if tree else frozenset()
         listed = sorted(ids) if tree else None
         shown = window or auto_window(tx, now)
-        buckets = axis(shown, now)
+        buckets = axis(shown, now, first_instant(tx) if shown.key == ALL else None)
         live = tx.work_facets(WorkQuery(states=LIVE_WORK_STATES, scope_ids=ids))
         oldest = WorkQuery(scope_ids=ids, order=WorkOrder.UPDATED_ASC, limit=LIST_SIZE)
         waiting = frozenset({WorkState.READY, WorkState.WAITING})

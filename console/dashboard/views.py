@@ -1,5 +1,5 @@
 """The team dashboards: ``/dashboard`` (every Scope) and ``/dashboard/<scope>`` (a
-Scope and its descendants), the time window in ``?window=1h|24h|7d``."""
+Scope and its descendants), the time window in ``?window=1h|24h|7d|30d|all``."""
 
 from __future__ import annotations
 

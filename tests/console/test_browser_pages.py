@@ -130,6 +130,7 @@ def run_bulk_retry(page) -> None:
 PAGES = {
     "dashboard": Visit("/dashboard"),
     "scope dashboard": Visit(f"/dashboard/acme/{UUID}"),
+    "whole-history dashboard": Visit("/dashboard?window=all"),
     "work list": Visit("/"),
     "exhausted list": Visit("/?is=exhausted&sort=updated"),
     "work page": Visit(f"/works/{UUID}"),

@@ -141,7 +141,7 @@ def independent(root: str | None, now: int) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("path", "root"), [("/dashboard", None), ("/dashboard/acme", "acme")])
-@pytest.mark.parametrize("window", ["1h", "24h", "7d"])
+@pytest.mark.parametrize("window", ["1h", "24h", "7d", "30d", "all"])
 def test_every_number_on_the_page_equals_an_independent_count(as_alice, path, root, window):
     generated()
     before = time.time_ns()
@@ -344,7 +344,7 @@ def test_a_poll_with_an_unchanged_store_is_a_204_and_a_change_rerenders(as_alice
 @pytest.mark.parametrize(
     ("url", "status", "says"),
     [
-        ("/dashboard?window=2y", 400, "The window is one of 1h, 24h, 7d."),
+        ("/dashboard?window=2y", 400, "The window is one of 1h, 24h, 7d, 30d, all."),
         ("/dashboard/nowhere", 404, "Scope &#x27;nowhere&#x27; does not exist"),
         ("/executions?until=1h", 400, "Attempts started since when?"),
         ("/executions?since=someday", 400, "Enter a UTC time"),
