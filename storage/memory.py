@@ -247,6 +247,10 @@ class MemoryTx(BaseTx):
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         return series.attempt_series(buckets, scope_ids, self._list("execution"), self._scope_of())
 
+    def _executions_without_executor(self, after: str, limit: int) -> list[Execution]:
+        found = [x for x in self._list("execution") if not x.executor and x.id > after]
+        return found[:limit] if limit else found
+
     def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
         work_of = {w.id: (w.kind, w.scope_id) for w in self._list("work")}
         attempts = self._list("execution")

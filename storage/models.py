@@ -297,6 +297,9 @@ class ExecutionRow(_Row):
                 name="execution_scope_run_lease",
                 condition=RUNNING,
             ),
+            # Attempts with no executor recorded: the startup backfill's candidates,
+            # none once every attempt has one (every attempt written since format 5).
+            models.Index(fields=["id"], name="execution_no_executor", condition=Q(executor="")),
         ]
 
 

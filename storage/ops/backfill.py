@@ -88,7 +88,11 @@ def backfill_executors(tx: Tx, *, execution_ids: Collection[str] | None = None) 
     executor, through the write-once ``set_execution_executor`` (which also keeps the
     Work's ``latest_executor`` when the attempt is its latest). ``execution_ids``
     restricts the pass to those attempts. Returns how many attempts were filled."""
-    attempts = tx.executions() if execution_ids is None else map(tx.execution, execution_ids)
+    attempts = (
+        tx.executions_without_executor()
+        if execution_ids is None
+        else map(tx.execution, execution_ids)
+    )
     filled = 0
     for x in attempts:
         executor = _binding_executor(x)
@@ -127,36 +131,54 @@ def run_backfills(
     and attempts written meanwhile are already complete."""
     if batch <= 0:
         raise ValueError(f"batch must be positive, not {batch}")
-    # Candidates come from a View (no write lock); each transaction checks them again.
-    candidates, unscoped = view(
-        store,
-        None,
-        lambda tx: (
-            [x.id for x in tx.executions() if _binding_executor(x)],
-            bool(tx.scope_events([""], limit=1)),
-        ),
+    # Candidates come from Views (no write lock), a page of attempts without an
+    # executor at a time (an index of those alone: a store whose attempts all have
+    # one reads none); each transaction checks them again.
+    page, unscoped = view(
+        store, None, lambda tx: (_candidates(tx, "", batch), bool(tx.scope_events([""], limit=1)))
     )
-    if not candidates and not unscoped:
+    if not page.ids and not page.more and not unscoped:
         # Nothing to fill: no transaction at all, so a store that is up to date pays
-        # one read at startup and its clock is not moved.
+        # two index reads at startup and its clock is not moved.
         return BackfillReport(0, 0, 0)
-    chunks = [candidates[i : i + batch] for i in range(0, len(candidates), batch)]
+    found = len(page.ids)
     scopes = executors = transactions = after = 0
     events_done = False
-    while not events_done or chunks:
-        chunk = chunks.pop(0) if chunks else []
-        filled, after, seen, fixed = store.transact(
-            Guard(),
-            partial(_batch, after=after, limit=batch, events_done=events_done, attempts=chunk),
-        )
-        transactions += 1
-        scopes += filled
-        executors += fixed
-        # Events left untouched stay in scope_events([""]): the cursor moves past them.
-        events_done = events_done or seen < batch
+    while not events_done or page.ids or page.more:
+        if page.ids or not events_done:  # a page of attempts none of which gets one: no tx
+            filled, after, seen, fixed = store.transact(
+                Guard(),
+                partial(
+                    _batch, after=after, limit=batch, events_done=events_done, attempts=page.ids
+                ),
+            )
+            transactions += 1
+            scopes += filled
+            executors += fixed
+            # Events left untouched stay in scope_events([""]): the cursor moves past them.
+            events_done = events_done or seen < batch
+        if page.more:
+            page = view(store, None, partial(_candidates, after=page.last, limit=batch))
+            found += len(page.ids)
+        else:
+            page = _Candidates([], "", False)
         if progress is not None:
             progress(
                 f"event scopes: {scopes} filled (through sequence {after}); "
-                f"executors: {executors} filled of {len(candidates)} candidates"
+                f"executors: {executors} filled of {found} candidates so far"
             )
     return BackfillReport(scopes, executors, transactions)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    ids: list[str]  # attempts to give their binding's executor
+    last: str  # the last attempt ID read (the next page starts after it)
+    more: bool  # whether the page was full, so another may follow
+
+
+def _candidates(tx: Tx, after: str, limit: int) -> _Candidates:
+    """One page of attempts without an executor, and which of them get one."""
+    read = tx.executions_without_executor(after, limit)
+    ids = [x.id for x in read if _binding_executor(x)]
+    return _Candidates(ids, read[-1].id if read else after, len(read) == limit)

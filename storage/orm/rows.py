@@ -177,6 +177,16 @@ class OrmTx(OrmReads):
         rows = self._column(f"SELECT data FROM {spec.name}{clause} ORDER BY id", params)
         return [codec.decode(spec.cls, d) for d in rows]
 
+    def _executions_without_executor(self, after: str, limit: int) -> list[Execution]:
+        # The execution_no_executor partial index holds these rows alone: empty once
+        # every attempt has its executor, which is every attempt written since.
+        sql = f"SELECT data FROM {schema.EXECUTION} WHERE executor = '' AND id > %s ORDER BY id"
+        params: list[Any] = [after]
+        if limit:
+            sql += " LIMIT %s"
+            params.append(limit)
+        return [codec.decode(Execution, d) for d in self._column(sql, params)]
+
     def _list_of_works(self, table: Table, work_ids: Sequence[str]) -> list[Any]:
         # Through the flushing cursor: the buffer cannot tell which of these Work it
         # holds every row of. One query per max_params IDs (one for any page).

@@ -185,6 +185,16 @@ class ExecutionRules(WorkRules):
         self._check()
         return self._list("execution", work_id=work_id, live=True)
 
+    def executions_without_executor(self, after: str = "", limit: int = 0) -> list[Execution]:
+        """Attempts whose ``executor`` is empty, by ID after ``after``, at most ``limit``
+        (0: all): what the startup backfill of executors looks at. The ORM reads them
+        from a partial index of those rows alone, so a runtime starting on a million
+        Work whose attempts all have one reads nothing (it decoded every attempt)."""
+        self._check()
+        fields.require_limit(limit)
+        fields.require_text(after, "after")
+        return self._executions_without_executor(after, limit)
+
     def query_executions(self, query: ExecutionQuery) -> list[Execution]:
         """A page of attempts (``storage.meaning.executions``): one read."""
         self._check()

@@ -228,6 +228,11 @@ class Rows(ABC):
         """Attempts per bucket of first claim, Work in ``scope_ids`` (``series``)."""
 
     @abstractmethod
+    def _executions_without_executor(self, after: str, limit: int) -> list[Execution]:
+        """Attempts with an empty ``executor``, ID > ``after`` in ID order, at most
+        ``limit`` (0: all)."""
+
+    @abstractmethod
     def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
         """Attempts selected by a checked ``query`` in its order, expiry at ``_now``
         (``storage.meaning.executions.select_executions``)."""

@@ -11,7 +11,7 @@ from typing import cast
 import pytest
 from django.core.management import call_command
 
-from storage import Binding, ExecutionState, Store, Tx, WorkQuery
+from storage import Binding, ExecutionState, Invalid, Store, Tx, WorkQuery
 from storage.ops.backfill import (
     backfill_event_scopes,
     backfill_executors,
@@ -148,10 +148,11 @@ def test_run_backfills_in_small_batches(store: Store) -> None:
     assert (report.event_scopes, report.executors) == (4, 2)
     # 7 unscoped Events in pages of 2; the 2 candidate attempts join the first page.
     assert report.transactions == 4
-    assert lines[0].endswith("executors: 2 filled of 2 candidates")
+    assert lines[0].endswith("executors: 2 filled of 2 candidates so far")
     last = tx(store, lambda t: t.event("ghost-named").sequence)  # the last without scope
     assert lines[-1] == (
-        f"event scopes: 4 filled (through sequence {last}); executors: 2 filled of 2 candidates"
+        f"event scopes: 4 filled (through sequence {last}); "
+        "executors: 2 filled of 2 candidates so far"
     )
     again = run_backfills(store, batch=2)
     assert (again.event_scopes, again.executors) == (0, 0)
@@ -196,3 +197,29 @@ def test_an_up_to_date_store_is_backfilled_without_a_transaction(store: Store) -
     report = run_backfills(store)
     assert (report.event_scopes, report.executors, report.transactions) == (0, 0, 0)
     assert tx(store, lambda t: t.store_version()) == before
+
+
+def test_the_candidates_are_the_attempts_without_an_executor_in_id_order(store: Store) -> None:
+    tx(store, seed_attempts)
+
+    def ids(after: str = "", limit: int = 0) -> list[str]:
+        return [x.id for x in tx(store, lambda t: t.executions_without_executor(after, limit))]
+
+    assert ids() == ["x1", "x2", "y1"]  # z1 has its executor
+    assert ids(after="x1") == ["x2", "y1"]
+    assert ids(after="x2", limit=5) == ["y1"]
+    assert ids(limit=2) == ["x1", "x2"]
+    assert ids(after="y1") == []
+    with pytest.raises(Invalid):
+        tx(store, lambda t: t.executions_without_executor(limit=-1))
+
+
+def test_run_backfills_reads_its_candidates_a_page_at_a_time(store: Store) -> None:
+    """A page of one: x1 and x2 filled one transaction each, y1 (a binding without an
+    executor) read and passed over without a transaction."""
+    tx(store, seed_attempts)
+    lines: list[str] = []
+    report = run_backfills(store, batch=1, progress=lines.append)
+    assert (report.event_scopes, report.executors, report.transactions) == (0, 2, 2)
+    assert [x.id for x in tx(store, lambda t: t.executions_without_executor())] == ["y1"]
+    assert lines[-1].endswith("executors: 2 filled of 2 candidates so far")

@@ -264,6 +264,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0011_execution_scope",
         "0012_routed_facet_covering",
         "0013_execution_running",
+        "0018_execution_no_executor",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["tallied"], "the tally's facets differ from the Work's after 0009"
