@@ -192,6 +192,29 @@ class WorkTallyRow(_Row):
         ]
 
 
+class SeriesTallyRow(_Row):
+    """The series tally (``storage.meaning.series_tally``): how many Events, first
+    claims or Work (per state) of one Scope (or store-wide) fall on one UTC day, kept
+    by the rules in the write transaction. A row whose Work all moved on stays at 0."""
+
+    id = models.BigAutoField(primary_key=True)
+    series = models.CharField(max_length=16)
+    scope_id = models.CharField(max_length=255)
+    state = models.CharField(max_length=16)
+    day = models.BigIntegerField()
+    n = models.BigIntegerField()
+
+    class Meta:
+        db_table = "conduit_series_tally"
+        # The upsert's conflict target, in the read's order: one (series, Scope,
+        # state) run of days is one index range.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["series", "scope_id", "state", "day"], name="series_tally_key"
+            )
+        ]
+
+
 class KeyRow(_Row):
     source = models.CharField(max_length=255)
     external_id = models.CharField(max_length=255)

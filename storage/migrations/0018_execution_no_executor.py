@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0013_execution_running"),
+        ("storage", "0014_series_tally"),
     ]
 
     operations = [

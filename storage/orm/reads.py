@@ -30,6 +30,7 @@ from django.db.models import (
 from django.db.models.functions import Concat
 
 from .. import codec
+from ..meaning import series_tally
 from ..meaning.events import EventScan
 from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
@@ -55,6 +56,7 @@ from ..runs.query import RunRow
 from ..runs.records import RunQuery
 from ..tx import BaseTx
 from . import schema
+from . import series_tally as series_sql
 from . import tally as tally_sql
 from .dialect import Dialect
 
@@ -343,21 +345,19 @@ class OrmReads(BaseTx):
         # A COUNT per (state, bucket) over the (state, updated) index, or (state,
         # Scope, updated) for a Scope subtree, read from the index alone: 7 times
         # faster than one GROUP BY (state, bucket), which computes every row's bucket
-        # and sorts them (measured at 100,000 Work in the window).
+        # and sorts them (measured at 100,000 Work in the window). A selection by
+        # states and Scope alone takes a bucket's whole days from the series tally.
         states = series_states(query)
         where, params = self._where(self._filtered(query))
         per_state = f"{where} AND state = %s" if where else " AND state = %s"
-        parts = [
-            (
-                f"{schema.WORK} WHERE updated_ns >= %s AND updated_ns < %s{per_state}",
-                [*b, *params, s.value],
-            )
-            for s in states
-            for b in (buckets.bounds(i) for i in range(buckets.count))
-        ]
-        counts = self._counts(parts)
-        n = buckets.count
-        return {s.value: counts[k * n : (k + 1) * n] for k, s in enumerate(states)}
+        window = f"{schema.WORK} WHERE updated_ns >= %s AND updated_ns < %s{per_state}"
+        scopes, tallied = series_tally.work_scopes(query), series_tally.answers(query)
+        values = [s.value for s in states]
+        bound = [[*params, v] for v in values]
+        counts = self._series_counts(
+            buckets, window, bound, series_tally.WORK, scopes, values, tallied
+        )
+        return dict(zip(values, counts, strict=True))
 
     def _where(self, qs: QuerySet[Any]) -> tuple[str, list[Any]]:
         """The WHERE clause Django compiles for ``qs``'s filters, as " AND (...)"
@@ -369,37 +369,48 @@ class OrmReads(BaseTx):
             return "", []
         return f" AND ({sql})", list(params)
 
-    def _counts(self, parts: Sequence[tuple[str, list[Any]]]) -> list[int]:
-        """``SELECT COUNT(*) FROM <part>`` for each part, as scalar subqueries of one
-        statement (more when the drivers' parameter cap, SQLite 32766 and
-        PostgreSQL 65535, would be passed: a long subtree of Scopes, many buckets)."""
+    def _scalars(self, parts: Sequence[tuple[str, list[Any]]]) -> list[int]:
+        """Each part, a scalar subquery, as a column of one statement (more when the
+        drivers' parameter cap, SQLite 32766 and PostgreSQL 65535, would be passed: a
+        long subtree of Scopes, many buckets; and past ``max_subqueries``)."""
         counts: list[int] = []
         start = 0
+        cap = self.dialect.max_subqueries or len(parts)
         while start < len(parts):
             stop, bound = start, 0
             while stop < len(parts) and (
-                stop == start or bound + len(parts[stop][1]) <= self.dialect.max_params
+                stop == start
+                or (bound + len(parts[stop][1]) <= self.dialect.max_params and stop - start < cap)
             ):
                 bound += len(parts[stop][1])
                 stop += 1
             chunk = parts[start:stop]
-            sql = "SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {p})" for p, _ in chunk)
+            sql = "SELECT " + ", ".join(p for p, _ in chunk)
             self._cursor.execute(sql, [v for _, ps in chunk for v in ps])
             counts += [int(n) for n in self._cursor.fetchone()]
             start = stop
         return counts
 
-    def _bucket_counts(
-        self, source: str, time: str, where: str, params: list[Any], b: Buckets
-    ) -> list[int]:
-        """Rows of ``source`` per bucket of the indexed time expression ``time``: a
-        COUNT over one index range per bucket, bounds as parameters (SQLite uses an
-        expression index only against those, not against a joined table of bounds).
-        Not one GROUP BY: grouping by a JSON expression evaluates it again from every
-        table row (SQLite before 3.41 and PostgreSQL do not take it from the index),
-        which measured 20 times slower."""
-        window = f"{source} WHERE {time} >= %s AND {time} < %s{where}"
-        return self._counts([(window, [*b.bounds(i), *params]) for i in range(b.count)])
+    def _rows(self, sql: str, params: list[Any]) -> list[Any]:
+        cursor = self._cursor
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+    def _series_counts(
+        self,
+        b: Buckets,
+        window: str,
+        params: Sequence[list[Any]],
+        series: str,
+        scope_ids: Sequence[str] | None,
+        states: Sequence[str],
+        tallied: bool = True,
+    ) -> list[list[int]]:
+        # Not one GROUP BY over the records: grouping by a JSON expression evaluates
+        # it again from every table row (SQLite before 3.41 and PostgreSQL do not take
+        # it from the index), which measured 20 times slower than COUNTs per bucket.
+        read = (self._scalars, self._rows)
+        return series_sql.counts(*read, b, window, params, series, scope_ids, states, tallied)
 
     @staticmethod
     def _in(column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
@@ -410,18 +421,22 @@ class OrmReads(BaseTx):
     def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         time = self.dialect.json_nanos("data", "received_at")
         where, params = ("", []) if scope_ids is None else self._in("scope_id", scope_ids)
-        return self._bucket_counts(schema.EVENT, time, where, params, buckets)
+        window = f"{schema.EVENT} WHERE {time} >= %s AND {time} < %s{where}"
+        return self._series_counts(buckets, window, [params], series_tally.EVENT, scope_ids, [""])[
+            0
+        ]
 
     def _attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         time = self.dialect.json_nanos("x.data", "started_at")
-        if scope_ids is None:
-            return self._bucket_counts(_ATTEMPTS, time, "", [], buckets)
         # The attempt's own Scope column (its Work's, written at its INSERT), so a
-        # bucket is one range per Scope of the execution_scope_started index, and no
-        # attempt's Work is looked up (1.08 million probes for the whole history at
-        # a million Work before it).
-        where, params = self._in("x.scope_id", scope_ids)
-        return self._bucket_counts(_ATTEMPTS, time, where, params, buckets)
+        # bucket's edge is one range per Scope of the execution_scope_started index,
+        # and no attempt's Work is looked up (1.08 million probes for the whole
+        # history at a million Work before it).
+        where, params = ("", []) if scope_ids is None else self._in("x.scope_id", scope_ids)
+        window = f"{_ATTEMPTS} WHERE {time} >= %s AND {time} < %s{where}"
+        return self._series_counts(
+            buckets, window, [params], series_tally.ATTEMPT, scope_ids, [""]
+        )[0]
 
     def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
         # One statement. The order is the execution_started expression index's, so an

@@ -13,6 +13,7 @@ from django.db import connections
 
 from .. import codec
 from ..errors import Conflict, StorageError
+from ..meaning.series_tally import SeriesKey
 from ..meaning.tally import TallyKey
 from ..models import KVRow
 from ..records import (
@@ -29,6 +30,7 @@ from ..records import (
 )
 from ..runs.query import RunRow
 from . import schema
+from . import series_tally as series_sql
 from . import tally as tally_sql
 from .dialect import PROBE_KEY, dialect
 from .errors import translate_errors
@@ -374,6 +376,11 @@ class OrmTx(OrmReads):
     def _add_tally(self, changes: Mapping[TallyKey, int]) -> None:
         # Sent with the row writes at the flush; a tally read flushes first.
         self._buffer.after.extend(tally_sql.upserts(changes))
+
+    def _add_series_tally(self, changes: Mapping[SeriesKey, int]) -> None:
+        # Sent with the row writes at the flush (after the Work tally's); a series
+        # read flushes first.
+        self._buffer.after.extend(series_sql.upserts(changes))
 
     # -- KV -------------------------------------------------------------------------
     def _kv_get(self, namespace: str, key: str) -> bytes | None:

@@ -23,6 +23,7 @@ from ..models import (
     MetaRow,
     RunRecordRow,
     ScopeRow,
+    SeriesTallyRow,
     TimerRow,
     WaitRow,
     WorkRow,
@@ -118,6 +119,7 @@ PER_WORK: tuple[Table, ...] = tuple(t for t, spec in TABLES.items() if spec.per_
 
 WORK = WorkRow._meta.db_table
 WORK_TALLY = WorkTallyRow._meta.db_table
+SERIES_TALLY = SeriesTallyRow._meta.db_table
 EXECUTION = ExecutionRow._meta.db_table
 SCOPE = ScopeRow._meta.db_table
 WAIT = WaitRow._meta.db_table

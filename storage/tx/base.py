@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import replace
 
 from ..errors import Cancelled, Fenced, Invalid, ReadOnly, TxClosed
-from ..meaning import tally, triage
+from ..meaning import series_tally, tally, triage
 from ..records import (
     Execution,
     ExecutionState,
@@ -78,6 +78,9 @@ class TxBase(Rows):
         # What this transaction's Work writes change in the tally (``meaning.tally``),
         # not yet handed to the backend (``_settle_tally``).
         self._tally: Counter[tally.TallyKey] = Counter()
+        # The same for the series tally (``meaning.series_tally``): Work writes,
+        # Events accepted or given a Scope, first claims (``_settle_series``).
+        self._series: Counter[series_tally.SeriesKey] = Counter()
         # Set by the first write call; commits of dirty transactions bump the store
         # version that lets the console answer "unchanged" without reading records.
         self.dirty = False
@@ -137,6 +140,7 @@ class TxBase(Rows):
         (``_settle_tally``), however many times the Work was written."""
         self._put("work", stored, create=previous is None)
         tally.delta(previous, stored, self._tally)
+        series_tally.work_delta(previous, stored, self._series)
 
     def _settle_tally(self) -> None:
         """Hand the pending tally changes to the backend: at commit, and before a
@@ -146,6 +150,15 @@ class TxBase(Rows):
         self._tally.clear()
         if changed:
             self._add_tally(changed)
+
+    def _settle_series(self) -> None:
+        """Hand the pending series tally changes to the backend: at commit, and
+        before a series read, so a read inside the writing transaction counts its own
+        writes (rows that cancelled out are not sent)."""
+        changed = {key: n for key, n in self._series.items() if n}
+        self._series.clear()
+        if changed:
+            self._add_series_tally(changed)
 
     def _tally_count(self, query: WorkQuery) -> int | None:
         """``count_works`` from the tally, when it answers the query: by states, Scope
@@ -190,9 +203,11 @@ class TxBase(Rows):
     def before_commit(self) -> None:
         """Waits must join the transaction that parks their attempt (resolution 19);
         the triage marks of every Work this transaction touched are settled, and then
-        the tally changes of every Work write (the marks' included) are handed on."""
+        the tally changes of every Work write (the marks' included) are handed on,
+        the series tally's with them."""
         self._settle_triage()
         self._settle_tally()
+        self._settle_series()
         for wait_id in self._registered_waits:
             wait = self._get("wait", wait_id)
             if wait is None or wait.state is not WaitState.ACTIVE:

@@ -26,6 +26,7 @@ class DashboardRules(TxBase):
         self._check()
         check_query(query)
         series.check_buckets(buckets)
+        self._settle_series()
         return self._work_series(query, buckets)
 
     def event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
@@ -34,6 +35,7 @@ class DashboardRules(TxBase):
         self._check()
         series.check_buckets(buckets)
         series.check_scope_ids(scope_ids)
+        self._settle_series()
         return self._event_series(buckets, scope_ids)
 
     def attempt_series(self, buckets: Buckets, scope_ids: Sequence[str] | None = None) -> list[int]:
@@ -41,6 +43,7 @@ class DashboardRules(TxBase):
         self._check()
         series.check_buckets(buckets)
         series.check_scope_ids(scope_ids)
+        self._settle_series()
         return self._attempt_series(buckets, scope_ids)
 
     def started_executions(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
+from ..meaning import series_tally
 from ..meaning.events import EventScan
 from ..records import Event, Nanos, Route, StoredEvent
 from . import fields
@@ -51,7 +52,9 @@ class EventRules(TxBase):
             received_at=self._now,
         )
         sequence = self._insert_event(stored)
-        return StoredEvent(stored, sequence), True
+        accepted = StoredEvent(stored, sequence)
+        series_tally.add(series_tally.event_keys(accepted), 1, self._series)
+        return accepted, True
 
     def _require_event(self, event_id: str) -> StoredEvent:
         stored = self._get_event(event_id)
@@ -92,6 +95,11 @@ class EventRules(TxBase):
         if stored.scope_id:
             raise Conflict(f"Event {event_id} already has scope {stored.scope_id!r}")
         self._set_event_scope(event_id, scope_id)
+        # Its series count moves from "no Scope" to the Scope (the store-wide row's
+        # -1 and +1 cancel out).
+        series_tally.add(series_tally.event_keys(stored), -1, self._series)
+        scoped = replace(stored, scope_id=scope_id)
+        series_tally.add(series_tally.event_keys(scoped), 1, self._series)
 
     def event(self, event_id: str) -> StoredEvent:
         self._check()

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Fenced, Invalid, NotFound
+from ..meaning import series_tally
 from ..meaning.executions import check_execution_query
 from ..records import (
     LIVE_EXECUTION_STATES,
@@ -247,6 +248,10 @@ class ExecutionRules(WorkRules):
         )
         self._put("execution", stored, create=False)
         self._touch(work.id, attempt=True)
+        if not x.started_at:
+            # The first claim: the attempt counts in its day from now on (its Scope
+            # column is its Work's, fixed at creation; later claims keep started_at).
+            series_tally.add(series_tally.attempt_keys(stored, work.scope_id), 1, self._series)
         if work.state is not WorkState.RUNNING:
             running = replace(
                 work, state=WorkState.RUNNING, revision=work.revision + 1, updated_at=self._now

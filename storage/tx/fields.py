@@ -63,6 +63,13 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
         "kind": DOTTED_MAX,
         "value": ID_MAX_BYTES,
     },
+    # The series tally's keys (storage.meaning.series_tally): a series name (with
+    # its store-wide mark), a Work or Event Scope, a Work state ("" for the others).
+    "conduit_series_tally": {
+        "series": 16,  # meaning.series_tally.SERIES, each with STORE_WIDE appended
+        "scope_id": ID_MAX_BYTES,
+        "state": 16,
+    },
     "conduit_key": {"source": ID_MAX_BYTES, "external_id": ID_MAX_BYTES, "work_id": ID_MAX_BYTES},
     "conduit_event": {
         "id": ID_MAX_BYTES,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 from ..meaning.events import EventScan
+from ..meaning.series_tally import SeriesKey
 from ..meaning.tally import TallyKey
 from ..records import (
     Buckets,
@@ -134,6 +135,11 @@ class Rows(ABC):
     def _tally_facets(self, query: WorkQuery) -> WorkFacets:
         """``tally.facets`` of ``query`` (one the tally ``answers``) over the stored
         tally rows; cost follows the rows of the selected combinations."""
+
+    # -- the series tally (meaning in storage/meaning/series_tally.py) -------------
+    @abstractmethod
+    def _add_series_tally(self, changes: Mapping[SeriesKey, int]) -> None:
+        """Add each (nonzero) change to its series tally row, creating rows as needed."""
 
     # -- Events ---------------------------------------------------------------------
     @abstractmethod

@@ -153,6 +153,9 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     # No record field: the Work tally (migration 0009) and the attempt's Scope column
     # (0011) are kept by every write, so a format-5 writer must be stopped (RecordsNewer).
     6: (),
+    # No record field: the series tally (migration 0014) is kept by every write, so a
+    # format-6 writer must be stopped (RecordsNewer).
+    7: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}

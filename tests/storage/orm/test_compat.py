@@ -203,6 +203,7 @@ from storage.runs import RunQuery, RunRecord
 from dataclasses import replace
 from django.core.management import call_command
 from storage import Buckets, WorkQuery, select_facets
+from storage.meaning import series_tally
 def plan():
     executor = MigrationExecutor(connection)
     return executor.migration_plan(executor.loader.graph.leaf_nodes("storage"))
@@ -211,6 +212,14 @@ migrated = [m.name for m, _ in plan()]
 call_command("migrate", "storage", verbosity=0)
 pending = plan()
 store = OrmStore(clock=lambda: 1_704_067_300_000_000_000)
+def series_rows():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT series, scope_id, state, day, n FROM conduit_series_tally")
+        return {(s, sc, st, int(d)): int(n) for s, sc, st, d, n in cursor.fetchall() if n}
+def series_counted(tx):
+    works = tx.works()
+    scope_of = {w.id: w.scope_id for w in works}
+    return series_tally.count(works, tx.events(), tx.executions(), scope_of)
 def read(tx):
     x = tx.execution("x-legacy")
     return {
@@ -221,6 +230,8 @@ def read(tx):
         "marks": {w.id: [w.state.value, w.exhausted, w.error_group] for w in tx.works()},
         # 0009 backfilled the tally: its facets are the Work's own (the rows read).
         "tallied": tx.work_facets(WorkQuery()) == select_facets(WorkQuery(), tx.works()),
+        # 0014 backfilled the series tally: the count from scratch over the records.
+        "series_tallied": bool(series_rows()) and series_rows() == series_counted(tx),
         "events": {e.id: [e.event.actor, e.scope_id] for e in tx.events()},
         "binding": [x.binding.executor, list(x.binding.pass_env)],
         "scope_bindings": [list(b.pass_env) for b in tx.scope("acme").bindings],
@@ -233,6 +244,8 @@ def read(tx):
         # The dashboard's time indexes (0004) read times the format-1 JSON already has.
         "events_per_hour": tx.event_series(Buckets(1_704_067_200 * 10**9, 3600 * 10**9, 1)),
         "attempts_per_hour": tx.attempt_series(Buckets(1_704_067_200 * 10**9, 3600 * 10**9, 1)),
+        # The series reads flushed the backfill's Event Scopes, moved by the rules.
+        "series_after_backfill": series_rows() == series_counted(tx),
     }
 out = store.transact(Guard(), read)
 def rewrite(tx):
@@ -264,10 +277,13 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0011_execution_scope",
         "0012_routed_facet_covering",
         "0013_execution_running",
+        "0014_series_tally",
         "0018_execution_no_executor",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["tallied"], "the tally's facets differ from the Work's after 0009"
+    assert out["series_tallied"], "the series tally differs from its count after 0014"
+    assert out["series_after_backfill"], "backfill_event_scopes left the series tally behind"
     assert out["schema_version"] == 1
     assert out["works"] == ["w-legacy", "w-plain"]
     # Nothing there is exhausted or failed: the backfill leaves the marks unset.
