@@ -21,7 +21,8 @@ contract's checks: the clones are copies of checked records with every reference
 renamed consistently (a Work's keys, attempts, Waits, Timers and Events carry the
 same suffix; unique delivery IDs and key IDs are suffixed too), and what the rules
 keep beside the records is rebuilt from them afterwards (the Work tally,
-``storage.orm.tally.rebuild``; an attempt's Scope column is its Work's by
+``storage.orm.tally.rebuild``, and the series tally,
+``storage.orm.series_tally.rebuild``; an attempt's Scope column is its Work's by
 construction). Not cloned: deleted Timers' tombstone rows (no benchmarked read touches
 them) and unrouted Events (the unrouted scan's selection stays the seed's). Cloned
 Events get sequences after the seed's (AUTOINCREMENT), so in acceptance order the old
@@ -124,16 +125,22 @@ def add_unrouted(count: int) -> int:
 
 
 def rebuild_tally() -> int:
-    """(child) Count the Work tally again from the Work rows (``storage.orm.tally``):
-    the clones went into the Work table in plain SQL, past the rules that keep it."""
+    """(child) Count the Work tally again from the Work rows (``storage.orm.tally``)
+    and the series tally from the Event, attempt and Work rows
+    (``storage.orm.series_tally``): the clones went into those tables in plain SQL,
+    past the rules that keep them. Returns the rows of both."""
     from django.db import connection, transaction
 
-    from storage.orm import tally
+    from storage.orm import series_tally, tally
     from storage.orm.dialect import dialect
 
     with transaction.atomic(), connection.cursor() as cursor:
         tally.rebuild(cursor, dialect(connection).true)
-        cursor.execute("SELECT count(*) FROM conduit_work_tally")
+        series_tally.rebuild(cursor, dialect(connection))
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM conduit_work_tally)"
+            " + (SELECT count(*) FROM conduit_series_tally)"
+        )
         return int(cursor.fetchone()[0])
 
 

@@ -7,9 +7,10 @@ same row writes on the same schema (created by ``manage.py migrate``) with the s
 settings: on SQLite WAL, synchronous=FULL, busy_timeout, BEGIN IMMEDIATE; on
 PostgreSQL SERIALIZABLE with synchronous_commit=on. The plain script writes exactly
 what ``storage/orm/`` writes per transaction (Event insert, attempt update, Work
-update with its JSON, route update, the facet tally's upsert, the clock row read and
-written) and nothing else: it is the floor, without the storage API's validation
-rereads, one statement per write, as an application with the bare driver would.
+update with its JSON, route update, the facet tally's upsert, the series tally's
+upsert, the clock row read and written) and nothing else: it is the floor, without
+the storage API's validation rereads, one statement per write, as an application with
+the bare driver would.
 
 Batching: the same operation N times (1, 10, 100) in one transaction.
 """
@@ -227,12 +228,29 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
             ("error_group", *base, w.get("error_group", "")),
         ]
 
+    series_columns = "series, scope_id, state, day"
+    day_ns = 86_400 * 10**9
+
+    def series_upsert(rows: int) -> str:
+        # The series tally (storage/orm/series_tally.py): one multi-row upsert too.
+        values = ", ".join(["(?, ?, ?, ?, ?)"] * rows)
+        return q(
+            f"INSERT INTO conduit_series_tally ({series_columns}, n) VALUES {values}"  # noqa: S608
+            f" ON CONFLICT ({series_columns}) DO UPDATE"
+            " SET n = conduit_series_tally.n + excluded.n"
+        )
+
+    def series_keys(name: str, scope: str, state: str, at: int) -> list[tuple[Any, ...]]:
+        # Its Scope's day row and the store-wide one (storage.meaning.series_tally).
+        return [(name, scope, state, at // day_ns), (name + "*", "", state, at // day_ns)]
+
     def transaction(start: int, batch: int) -> None:
         cur.execute(begin)
         cur.execute(read_clock)
         last, _, version = cur.fetchone()[0].partition(" ")
         now = max(time.time_ns(), int(last))
         tally: Counter[tuple[str, ...]] = Counter()
+        series: Counter[tuple[Any, ...]] = Counter()
         for i in range(start, start + batch):
             w_id, x_id, e_id = _ids(i)
             event = {
@@ -250,7 +268,11 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
             }
             row = (e_id, "bench", e_id, EVENT_TYPE, w_id, "", "", "", "", 0, dumps(event))
             cur.execute(insert_event, row)
+            series.update(series_keys("event", "", "", now))
             x = xs[x_id]
+            w = works[w_id]
+            if not x["started_at"]:  # its first claim
+                series.update(series_keys("attempt", w["scope_id"], "", now))
             x.update(
                 state="running",
                 owner=OWNER,
@@ -264,10 +286,11 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
                 update_execution,
                 (w_id, 1, "running", x["executor"], now + LEASE_NS, dumps(x), x_id),
             )
-            w = works[w_id]
             tally.subtract(tally_keys(w))
+            series.subtract(series_keys("work", w["scope_id"], w["state"], w["updated_at"]))
             w.update(state="running", revision=w["revision"] + 1, updated_at=now)
             tally.update(tally_keys(w))
+            series.update(series_keys("work", w["scope_id"], w["state"], w["updated_at"]))
             cur.execute(
                 update_work,
                 (
@@ -287,12 +310,15 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
             cur.execute(route, (w_id, "routed", now, e_id))
         changes = sorted([*key, n] for key, n in tally.items() if n)
         cur.execute(tally_upsert(len(changes)), [p for row in changes for p in row])
+        days = sorted([*key, n] for key, n in series.items() if n)
+        cur.execute(series_upsert(len(days)), [p for row in days for p in row])
         cur.execute(write_clock, (f"{now} {int(version or 0) + 1}",))
         cur.execute("COMMIT")
 
     transaction(start, 1)  # warm-up
-    # Clock read, 4 row writes, tally upsert, clock write (BEGIN/COMMIT not counted).
-    statements = 7
+    # Clock read, 4 row writes, the two tallies' upserts, clock write (BEGIN/COMMIT
+    # not counted).
+    statements = 8
     transaction(start + 1, 1)
     cursor = start + 2
     times: dict[str, list[float]] = {}
