@@ -53,6 +53,10 @@ class Dialect:
     # The most scalar subqueries one statement of a dashboard read holds (0: no cap
     # but ``max_params``).
     max_subqueries: int = 0
+    # A series read with the series tally counts its ranges of records with one
+    # correlated subquery per state over a VALUES list of bounds
+    # (``orm.series_tally.grid_statement``), not one scalar subquery per range.
+    grid_counts: bool = False
     # Writers serialise on an advisory lock held around the transaction
     # (``OrmStore._writers_serialised``); else BEGIN IMMEDIATE does it.
     writers_lock: bool = False
@@ -183,6 +187,11 @@ class PostgresDialect(Dialect):
     # The same margin as SQLite's, below the protocol's 65535.
     max_params = 30_000
     writers_lock = True
+    # Each scalar subquery of a statement is planned apart: a whole-history Work
+    # series (200 buckets, six states; 5,000 generated Work over six years) took
+    # 264 ms as 1,200 scalar subqueries and 18 ms with the tally and one grid
+    # statement; most of the 264 was planning, not rows.
+    grid_counts = True
 
     def _json_integer(self, column: str, name: str) -> str:
         return f"(({column})::jsonb ->> '{name}')::bigint"

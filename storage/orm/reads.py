@@ -350,7 +350,8 @@ class OrmReads(BaseTx):
         states = series_states(query)
         where, params = self._where(self._filtered(query))
         per_state = f"{where} AND state = %s" if where else " AND state = %s"
-        window = f"{schema.WORK} WHERE updated_ns >= %s AND updated_ns < %s{per_state}"
+        low, high = series_sql.LOW, series_sql.HIGH
+        window = f"{schema.WORK} WHERE updated_ns >= {low} AND updated_ns < {high}{per_state}"
         scopes, tallied = series_tally.work_scopes(query), series_tally.answers(query)
         values = [s.value for s in states]
         bound = [[*params, v] for v in values]
@@ -410,7 +411,8 @@ class OrmReads(BaseTx):
         # it again from every table row (SQLite before 3.41 and PostgreSQL do not take
         # it from the index), which measured 20 times slower than COUNTs per bucket.
         read = (self._scalars, self._rows)
-        return series_sql.counts(*read, b, window, params, series, scope_ids, states, tallied)
+        grid = self.dialect.grid_counts
+        return series_sql.counts(*read, b, window, params, series, scope_ids, states, tallied, grid)
 
     @staticmethod
     def _in(column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
@@ -421,7 +423,8 @@ class OrmReads(BaseTx):
     def _event_series(self, buckets: Buckets, scope_ids: Sequence[str] | None) -> list[int]:
         time = self.dialect.json_nanos("data", "received_at")
         where, params = ("", []) if scope_ids is None else self._in("scope_id", scope_ids)
-        window = f"{schema.EVENT} WHERE {time} >= %s AND {time} < %s{where}"
+        low, high = series_sql.LOW, series_sql.HIGH
+        window = f"{schema.EVENT} WHERE {time} >= {low} AND {time} < {high}{where}"
         return self._series_counts(buckets, window, [params], series_tally.EVENT, scope_ids, [""])[
             0
         ]
@@ -433,7 +436,8 @@ class OrmReads(BaseTx):
         # and no attempt's Work is looked up (1.08 million probes for the whole
         # history at a million Work before it).
         where, params = ("", []) if scope_ids is None else self._in("x.scope_id", scope_ids)
-        window = f"{_ATTEMPTS} WHERE {time} >= %s AND {time} < %s{where}"
+        low, high = series_sql.LOW, series_sql.HIGH
+        window = f"{_ATTEMPTS} WHERE {time} >= {low} AND {time} < {high}{where}"
         return self._series_counts(
             buckets, window, [params], series_tally.ATTEMPT, scope_ids, [""]
         )[0]

@@ -33,6 +33,9 @@ from .dialect import Dialect
 # A scalar SQL expression and its parameters.
 Part = tuple[str, list[Any]]
 
+# Where a series' window (a FROM clause) puts the bounds [low, high) of a range.
+LOW, HIGH = "{low}", "{high}"
+
 _COLUMNS = "series, scope_id, state, day"
 _ROW = "(%s, %s, %s, %s, %s)"
 _CONFLICT = f" ON CONFLICT ({_COLUMNS}) DO UPDATE SET n = {schema.SERIES_TALLY}.n + excluded.n"
@@ -133,6 +136,20 @@ def days_statement(
     return (" UNION ALL ".join(branches), params) if branches else None
 
 
+def grid_statement(
+    window: str, params: Sequence[list[Any]], ranges: Sequence[tuple[Nanos, Nanos]]
+) -> Part:
+    """One statement counting ``window`` over every range, for every state: a row
+    per range (j, then one count per ``params[k]``), each count a correlated
+    subquery over the range's bounds, planned once and run once per range."""
+    inner = window.replace(LOW, "b.lo").replace(HIGH, "b.hi")
+    columns = ", ".join([f"(SELECT COUNT(*) FROM {inner})"] * len(params))
+    values = ", ".join(["(%s, %s, %s)"] * len(ranges))
+    sql = f"SELECT b.j, {columns} FROM (VALUES {values}) AS b(j, lo, hi)"
+    bounds = [v for j, (low, high) in enumerate(ranges) for v in (j, low, high)]
+    return sql, [*(v for bound in params for v in bound), *bounds]
+
+
 def counts(
     scalars: Callable[[list[Part]], list[int]],
     rows: Callable[[str, list[Any]], list[Any]],
@@ -143,37 +160,41 @@ def counts(
     scope_ids: Sequence[str] | None,
     states: Sequence[str],
     tallied: bool = True,
+    grid: bool = False,
 ) -> list[list[int]]:
-    """Per state, a series' counts per bucket. From the records, through
-    ``scalars``: a COUNT over one index range of ``window`` (whose WHERE takes [a, b)
-    first, then ``params[k]`` for ``states[k]``), bounds as parameters (SQLite uses
+    """Per state, a series' counts per bucket. From the records: a COUNT over one
+    index range of ``window`` (bounds at ``LOW`` and ``HIGH``, then ``params[k]`` for
+    ``states[k]``) for each bucket holding no whole day and each cut of the ``Plan``;
+    through ``scalars`` one scalar subquery each, bounds as parameters (SQLite uses
     an expression index only against those, not against a joined table of bounds),
-    for each bucket holding no whole day and each cut of the ``Plan``. From the tally
-    (``tallied``), through ``rows``: ``days_statement``'s sums of the whole days and
-    of the cut days of ``series``' rows. A bucket with whole days is their sum, plus
-    the part after its first boundary and before its last within their days."""
+    or, ``grid`` (with the tally only), all in one ``grid_statement`` through
+    ``rows``. From the tally (``tallied``), through ``rows``: ``days_statement``'s
+    sums of the whole days and of the cut days of ``series``' rows. A bucket with
+    whole days is their sum, plus the part after its first boundary and before its
+    last within their days."""
     chosen = plan(b, tallied)
     out = [[0] * b.count for _ in states]
-    parts: list[Part] = []
-    owners: list[tuple[int, int, int]] = []  # (state, bucket, -1) or (state, -1, cut)
-    for k, bound in enumerate(params):
-
-        def count(low: Nanos, high: Nanos, bound: list[Any] = bound) -> Part:
-            return f"(SELECT COUNT(*) FROM {window})", [low, high, *bound]
-
-        for i, whole in enumerate(chosen.whole):
-            if whole is None:
-                parts.append(count(*b.bounds(i)))
-                owners.append((k, i, -1))
-        for cut, (low, high, _, _) in chosen.cuts.items():
-            parts.append(count(low, high))
-            owners.append((k, -1, cut))
+    # The ranges counted from the records: (bucket, -1) whole, or (-1, cut).
+    owners = [(i, -1) for i, whole in enumerate(chosen.whole) if whole is None]
+    owners += [(-1, cut) for cut in chosen.cuts]
+    ranges = [b.bounds(i) if i >= 0 else chosen.cuts[cut][:2] for i, cut in owners]
+    found: list[list[int]]  # per state, per range
+    if grid and tallied and ranges:
+        table = {int(r[0]): r[1:] for r in rows(*grid_statement(window, params, ranges))}
+        found = [[int(table[j][k]) for j in range(len(ranges))] for k in range(len(states))]
+    else:
+        bounded = window.replace(LOW, "%s").replace(HIGH, "%s")
+        subquery = f"(SELECT COUNT(*) FROM {bounded})"
+        parts = [(subquery, [low, high, *bound]) for bound in params for low, high in ranges]
+        flat = scalars(parts) if parts else []
+        found = [flat[k * len(ranges) : (k + 1) * len(ranges)] for k in range(len(states))]
     measured: dict[tuple[int, int], int] = {}
-    for (k, i, cut), n in zip(owners, scalars(parts) if parts else [], strict=True):
-        if cut < 0:
-            out[k][i] += n
-        else:
-            measured[(k, cut)] = n
+    for k in range(len(states)):
+        for (i, cut), n in zip(owners, found[k], strict=True):
+            if cut < 0:
+                out[k][i] += n
+            else:
+                measured[(k, cut)] = n
     statement = days_statement(b, chosen, series, scope_ids, states)
     sums: dict[tuple[int, str, int], int] = {}
     for kind, state, key, n in rows(*statement) if statement is not None else []:
