@@ -171,7 +171,10 @@ def counts(
     ``rows``. From the tally (``tallied``), through ``rows``: ``days_statement``'s
     sums of the whole days and of the cut days of ``series``' rows. A bucket with
     whole days is their sum, plus the part after its first boundary and before its
-    last within their days."""
+    last within their days. Not one GROUP BY over the records: grouping by a JSON
+    expression evaluates it again from every table row (SQLite before 3.41 and
+    PostgreSQL do not take it from the index), which measured 20 times slower than
+    COUNTs per bucket."""
     chosen = plan(b, tallied)
     out = [[0] * b.count for _ in states]
     # The ranges counted from the records: (bucket, -1) whole, or (-1, cut).
