@@ -178,6 +178,8 @@ def raw_postgres(plan: list[list[int]], start: int = 0) -> dict[str, Any]:
 
 
 def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> dict[str, Any]:
+    from storage.meaning import tally as work_tally
+
     def q(sql: str) -> str:
         return sql.replace("?", mark)
 
@@ -220,13 +222,19 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
         )
 
     def tally_keys(w: dict[str, Any]) -> list[tuple[str, ...]]:
-        base = (w["state"], w["scope_id"], w["kind"])
-        return [
-            ("", *base, ""),
-            ("source", *base, "bench"),  # its first key's source, as the Work column
-            ("executor", *base, w["latest_executor"]),
-            ("error_group", *base, w.get("error_group", "")),
-        ]
+        # The rows the API writes, margins included, from the one definition of them
+        # (plain Python: this child still loads no Django), in the upsert's column
+        # order (dimension first).
+        keys = work_tally.keys_of(
+            w["state"],
+            w["scope_id"],
+            w["kind"],
+            "bench",  # its first key's source, as the Work column
+            w["latest_executor"],
+            w.get("error_group", ""),
+            bool(w.get("exhausted", False)),
+        )
+        return [(dimension, *key, value) for *key, dimension, value in keys]
 
     series_columns = "series, scope_id, state, day"
     day_ns = 86_400 * 10**9

@@ -267,8 +267,9 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
         f"first page and {ms(t['reads_filtered'])} of the filtered one; `work_facets` "
         f"alone {ms(t['facets'])} and {ms(t['facets_filtered'])} (at {sizes.small:,}: "
         f"{ms(small['facets'])} and {ms(small['facets_filtered'])}), from the Work tally "
-        "(`storage/meaning/tally.py`), whose rows follow the kinds, Scopes and states in "
-        "use rather than the Work. " + _shares(t, sizes.large)
+        "(`storage/meaning/tally.py`): the first page's from its margins (rows per state "
+        "and value), the filtered one's (by a kind) from its rows per (state, Scope, "
+        "kind); both follow the values in use rather than the Work. " + _shares(t, sizes.large)
     )
     titles = {
         "dashboard_1h": "every Scope, last hour",

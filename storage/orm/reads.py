@@ -1,5 +1,5 @@
-"""The ORM backend's set-based reads: Work queries and facets, Event scans, run
-record lists, and the dashboards' counts.
+"""The ORM backend's set-based reads: Work queries (their counts and facets are
+``orm.facets``'), Event scans, run record lists, and the dashboards' counts.
 
 They compose filters (QuerySets, or SQL whose WHERE clause Django compiled), so the
 write-behind buffer cannot answer them: each sends the buffered writes first, through
@@ -49,16 +49,14 @@ from ..records import (
     StoredEvent,
     Timer,
     Work,
-    WorkFacets,
     WorkQuery,
 )
 from ..runs.query import RunRow
 from ..runs.records import RunQuery
-from ..tx import BaseTx
 from . import schema
 from . import series_tally as series_sql
-from . import tally as tally_sql
 from .dialect import Dialect
+from .facets import OrmFacets
 
 # The Scope of a Timer (alias t): its Work's, by a primary-key probe ("" for none).
 # Only the overdue Timers are probed, which are few whatever the history.
@@ -109,7 +107,7 @@ def run_row(row: Sequence[Any]) -> RunRow:
     return RunRow(run_id, int(revision), int(fmt), int(created), int(updated), bytes(data))
 
 
-class OrmReads(BaseTx):
+class OrmReads(OrmFacets):
     """The reads of ``OrmTx`` that go to the database after a flush."""
 
     alias: str
@@ -118,11 +116,6 @@ class OrmReads(BaseTx):
     @abstractmethod
     def flush(self) -> None:
         """Send every buffered write to the database."""
-
-    @property
-    @abstractmethod
-    def _cursor(self) -> Any:
-        """The cursor, once every buffered write has reached the database."""
 
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         cursor = self._cursor
@@ -199,44 +192,6 @@ class OrmReads(BaseTx):
         qs = qs.order_by(f"-{col}", "-id") if desc else qs.order_by(col, "id")
         data = qs.values_list("data", flat=True)
         return [codec.decode(Work, d) for d in (data[: query.limit] if query.limit else data)]
-
-    def _count_works(self, query: WorkQuery) -> int:
-        return self._filtered(query).count()
-
-    def _tally_facets(self, query: WorkQuery) -> WorkFacets:
-        sql, params = tally_sql.facets_statement(query)
-        cursor = self._cursor
-        cursor.execute(sql, params)
-        return tally_sql.facets_of(cursor.fetchall())
-
-    def _work_facets(self, query: WorkQuery) -> WorkFacets:
-        # For the selections the tally cannot answer (meaning.tally.answers): one
-        # GROUP BY over all seven dimensions, answered from the work_facets_triage
-        # covering index (COUNT(*), not COUNT(id), so no table row is read), then
-        # folded per dimension: the combinations are few even when the Work are many.
-        columns = ("state", "kind", "source", "scope_id", "latest_executor", "error_group")
-        rows = (
-            self._filtered(query)
-            .order_by()
-            .values_list(*columns, "exhausted")
-            .annotate(n=Count("*"))
-        )
-        folded: list[Counter[str]] = [Counter() for _ in columns]
-        exhausted = 0
-        for *values, is_exhausted, n in rows:
-            for counter, value in zip(folded, values, strict=True):
-                counter[value] += n
-            exhausted += n if is_exhausted else 0
-        state, kind, source, scope, executor, group = (dict(c) for c in folded)
-        return WorkFacets(
-            state=state,
-            kind=kind,
-            source=source,
-            scope=scope,
-            executor=executor,
-            exhausted=exhausted,
-            error_group=group,
-        )
 
     # -- event scans ----------------------------------------------------------------
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:

@@ -12,8 +12,16 @@ that remains is the statement: one multi-row upsert per committing transaction
 that changed Work, sent with its other writes at the flush (``upserts``). A writer outside the lock
 (a raw query) that updated a tally row would be a serialization failure (``Conflict``),
 as for every other row. Were the lock ever dropped for row-level concurrency, hot
-rows (``ready`` of the busiest kind) would serialise writers; the remedy then is
-striping each key over a few rows (a ``stripe`` column summed by the read).
+rows (``ready`` of the busiest kind, and the margins, ``ready`` of every Work) would
+serialise writers; the remedy then is striping each key over a few rows (a
+``stripe`` column summed by the read).
+
+The margins live in this table, not one of their own: the rules' one upsert per
+committing transaction carries them with the per-combination rows (a table of their
+own would be a second statement in every writing transaction), the unique key and
+its index serve both (a margin's Scope and kind are ""), and a bulk load's rebuild
+and the plain-driver benchmark write one table as before. The price is that every
+read of the per-combination rows names its dimensions (``tally.DIMENSIONS``).
 """
 
 from __future__ import annotations
@@ -74,18 +82,38 @@ def _where(query: WorkQuery) -> tuple[str, list[Any]]:
     return "".join(f" AND {w}" for w in where), params
 
 
+def _listed(values: tuple[str, ...]) -> str:
+    """An SQL list of the tally's own dimension names (constants, never input)."""
+    return ", ".join(f"'{v}'" for v in values)
+
+
 def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
-    """One statement of four sums over the selected tally rows: per state, kind and
-    Scope from the Work rows (dimension ""), per value of every other dimension. Its
-    cost follows the combinations selected, whatever the number of Work."""
+    """One statement of the selection's facet sums. A selection by states alone
+    (``tally.reads_margins``) reads the margins: per state the Work, and per value of
+    each margin, states x distinct values rows. Any other reads the selected
+    combinations' rows: per state, kind and Scope from the Work rows (dimension ""),
+    per value of every other dimension, each named (the margins' rows are not
+    theirs). Either way its cost follows the values in use, whatever the number of
+    Work; the unique index leads with the dimension, so each part is index ranges."""
     where, params = _where(query)
-    work = f"FROM {schema.WORK_TALLY} WHERE dimension = ''{where}"
+    table = schema.WORK_TALLY
+    if tally.reads_margins(query):
+        others = _listed(tuple(m for m in tally.MARGINS if m != tally.MARGIN_WORK))
+        parts = [
+            f"SELECT 'state', state, SUM(n) FROM {table} "
+            f"WHERE dimension = '{tally.MARGIN_WORK}'{where} GROUP BY state",
+            f"SELECT dimension, value, SUM(n) FROM {table} "
+            f"WHERE dimension IN ({others}){where} GROUP BY dimension, value",
+        ]
+        return " UNION ALL ".join(parts), params * len(parts)
+    work = f"FROM {table} WHERE dimension = '{tally.WORK}'{where}"
+    others = _listed(tuple(d for d in tally.DIMENSIONS if d != tally.WORK))
     parts = [
         f"SELECT 'state', state, SUM(n) {work} GROUP BY state",
-        f"SELECT 'kind', kind, SUM(n) {work} GROUP BY kind",
-        f"SELECT 'scope', scope_id, SUM(n) {work} GROUP BY scope_id",
-        f"SELECT dimension, value, SUM(n) FROM {schema.WORK_TALLY} "
-        f"WHERE dimension <> ''{where} GROUP BY dimension, value",
+        f"SELECT '{tally.KIND}', kind, SUM(n) {work} GROUP BY kind",
+        f"SELECT '{tally.SCOPE}', scope_id, SUM(n) {work} GROUP BY scope_id",
+        f"SELECT dimension, value, SUM(n) FROM {table} "
+        f"WHERE dimension IN ({others}){where} GROUP BY dimension, value",
     ]
     return " UNION ALL ".join(parts), params * len(parts)
 
@@ -94,7 +122,8 @@ def facets_of(rows: list[tuple[str, str, Any]]) -> WorkFacets:
     """The facets from ``facets_statement``'s rows."""
     sums: dict[str, dict[str, int]] = {}
     exhausted = 0
-    for facet, value, n in rows:
+    for named, value, n in rows:
+        facet = tally.MARGINS.get(named, named)
         if facet == tally.EXHAUSTED:
             exhausted += int(n)
         else:
@@ -103,23 +132,39 @@ def facets_of(rows: list[tuple[str, str, Any]]) -> WorkFacets:
 
 
 def rebuild(cursor: Any, true: Any) -> None:
-    """Replace the tally by a full count of the Work rows (``tally.count``): for a
-    migration's backfill, or after a bulk load that wrote Work rows in plain SQL.
-    ``true`` is the engine's boolean literal for the ``exhausted`` column."""
+    """Replace the tally by a full count of the Work rows (``tally.count``), its
+    per-combination rows and its margins: for a migration's backfill, or after a bulk
+    load that wrote Work rows in plain SQL. ``true`` is the engine's boolean literal
+    for the ``exhausted`` column."""
     cursor.execute(f"DELETE FROM {schema.WORK_TALLY}")
+    valued = (
+        (tally.SOURCE, "source"),
+        (tally.EXECUTOR, "latest_executor"),
+        (tally.GROUP, "error_group"),
+    )
     key = "state, scope_id, kind"
     parts = [
-        f"SELECT '', {key}, '', COUNT(*) FROM {schema.WORK} GROUP BY {key}",
+        f"SELECT '{tally.WORK}', {key}, '', COUNT(*) FROM {schema.WORK} GROUP BY {key}",
         *(
             f"SELECT '{dimension}', {key}, {column}, COUNT(*) FROM {schema.WORK} "
             f"GROUP BY {key}, {column}"
-            for dimension, column in (
-                (tally.SOURCE, "source"),
-                (tally.EXECUTOR, "latest_executor"),
-                (tally.GROUP, "error_group"),
-            )
+            for dimension, column in valued
         ),
         f"SELECT '{tally.EXHAUSTED}', {key}, '', COUNT(*) FROM {schema.WORK} "
         f"WHERE exhausted = {true} GROUP BY {key}",
+        # The margins: keyed by state and value only.
+        f"SELECT '{tally.MARGIN_WORK}', state, '', '', '', COUNT(*) FROM {schema.WORK} "
+        "GROUP BY state",
+        *(
+            f"SELECT '{tally.MARGIN + dimension}', state, '', '', {column}, COUNT(*) "
+            f"FROM {schema.WORK} GROUP BY state, {column}"
+            for dimension, column in (
+                (tally.KIND, "kind"),
+                (tally.SCOPE, "scope_id"),
+                *valued,
+            )
+        ),
+        f"SELECT '{tally.MARGIN_EXHAUSTED}', state, '', '', '', COUNT(*) FROM {schema.WORK} "
+        f"WHERE exhausted = {true} GROUP BY state",
     ]
     cursor.execute(f"INSERT INTO {schema.WORK_TALLY} ({_COLUMNS}, n) {' UNION ALL '.join(parts)}")

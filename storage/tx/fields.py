@@ -55,9 +55,10 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
         "latest_executor": ID_MAX_BYTES,  # an Execution's executor
     },
     # The tally's keys are the Work columns above; ``value`` holds a source, an
-    # executor or an error group (storage.meaning.tally), each at most ID_MAX_BYTES.
+    # executor or an error group (storage.meaning.tally), each at most ID_MAX_BYTES,
+    # and in a margin's row a kind (DOTTED_MAX) or a Scope (ID_MAX_BYTES).
     "conduit_work_tally": {
-        "dimension": 16,  # the names of meaning.tally.DIMENSIONS
+        "dimension": 16,  # meaning.tally.DIMENSIONS and MARGINS (at most 15)
         "state": 16,
         "scope_id": ID_MAX_BYTES,
         "kind": DOTTED_MAX,

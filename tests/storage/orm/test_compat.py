@@ -228,8 +228,12 @@ def read(tx):
         "schema_version": store.schema_version,
         "works": [w.id for w in tx.works()],
         "marks": {w.id: [w.state.value, w.exhausted, w.error_group] for w in tx.works()},
-        # 0009 backfilled the tally: its facets are the Work's own (the rows read).
-        "tallied": tx.work_facets(WorkQuery()) == select_facets(WorkQuery(), tx.works()),
+        # 0009 backfilled the tally, 0015 its margins: its facets are the Work's own
+        # (the rows read), by states alone (the margins) and by Scope (the rest).
+        "tallied": all(
+            tx.work_facets(q) == select_facets(q, tx.works())
+            for q in (WorkQuery(), WorkQuery(scope_id="acme"))
+        ),
         # 0014 backfilled the series tally: the count from scratch over the records.
         "series_tallied": bool(series_rows()) and series_rows() == series_counted(tx),
         "events": {e.id: [e.event.actor, e.scope_id] for e in tx.events()},
@@ -278,10 +282,11 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0012_routed_facet_covering",
         "0013_execution_running",
         "0014_series_tally",
+        "0015_work_tally_margins",
         "0018_execution_no_executor",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
-    assert out["tallied"], "the tally's facets differ from the Work's after 0009"
+    assert out["tallied"], "the tally's facets differ from the Work's after 0009 and 0015"
     assert out["series_tallied"], "the series tally differs from its count after 0014"
     assert out["series_after_backfill"], "backfill_event_scopes left the series tally behind"
     assert out["schema_version"] == 1

@@ -1,8 +1,10 @@
 """Q-13: ``query_works``, ``count_works`` and ``work_facets`` on SQLite equal
 ``storage.select_works`` / ``select_facets`` over a plain list of the same Work, for
 randomised data sets (with time ties) and randomised queries (their selection by
-states, Scope and kind alone too, which the tally answers, and the tally itself equals
-its full count, ``meaning.tally.count``); so do the dashboard's
+states, Scope and kind alone too, which the tally answers, from its margins when by
+states alone, and that selection bounded in time, by ``until`` alone from the tally
+less the Work updated since; the tally itself, margins included, equals its full
+count, ``meaning.tally.count``); so do the dashboard's
 ``work_series`` and ``exhausted_works`` their meaning in ``storage.meaning.series``."""
 
 from __future__ import annotations
@@ -217,6 +219,19 @@ def test_sqlite_queries_equal_select_works(
             )
             assert tx.work_facets(keyed) == select_facets(keyed, everything), keyed
             assert tx.count_works(keyed) == len(select_works(keyed, everything)), keyed
+            # Bounded in time: by ``until`` alone, the tally less the Work updated
+            # since (``tally.complements``); by ``since`` or both, the rows directly.
+            until = query.updated_before if query.updated_before is not None else T0 + 6_000
+            for bounded in (
+                replace(keyed, updated_before=until),
+                replace(keyed, updated_since=query.updated_since, updated_before=until),
+                replace(keyed, updated_since=query.updated_since),
+            ):
+                selected = select_works(bounded, everything)
+                assert tx.work_facets(bounded) == select_facets(bounded, everything), bounded
+                assert tx.count_works(bounded) == len(selected), bounded
+                exhausted = sum(w.exhausted for w in selected)
+                assert tx.count_exhausted(bounded) == exhausted, bounded
         # The marks kept at commit equal their recomputation from attempts and Timers.
         recomputed = select_exhausted(WorkQuery(order=WorkOrder.CREATED_ASC), *inputs(tx))
         assert [
