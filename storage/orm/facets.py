@@ -45,13 +45,14 @@ class OrmFacets(BaseTx):
 
     def _rows(self, query: WorkQuery) -> QuerySet[WorkRow]:
         """The Work rows ``query`` selects, for a count or the facets (no page)."""
-        if query.updated_since is None or not query.kind:
+        if not query.kind or (query.updated_since is None and not query.exhausted):
             return self._filtered(query)
-        # Bounded below in time with a kind: SQLite (no statistics) would take the
-        # kind's index (an equality beats a range there) and read every Work of the
-        # kind to count the few updated since. Compared through ``kind || ''`` the
-        # kind leaves it the update-time range (per state or Scope when those are
-        # filtered too); same rows.
+        # Bounded below in time, or exhausted, with a kind: SQLite (no statistics)
+        # would take the kind's index (an equality beats a range there) and read
+        # every Work of the kind to count the few updated since, or exhausted.
+        # Compared through ``kind || ''`` the kind leaves it the update-time range
+        # (per state or Scope when those are filtered too) or the exhausted Work's
+        # partial index; same rows.
         unindexed = Concat(F("kind"), Value(""), output_field=CharField())
         return (
             self._filtered(replace(query, kind=""))
@@ -79,18 +80,22 @@ class OrmFacets(BaseTx):
 
     def _grouped_facets(self, query: WorkQuery) -> WorkFacets:
         # One GROUP BY over all seven dimensions, answered from the work_facets_triage
-        # covering index (COUNT(*), not COUNT(id), so no table row is read), then
-        # folded per dimension: the combinations are few even when the Work are many.
+        # covering index (COUNT(*), not COUNT(id), so no table row is read) unless a
+        # narrower index holds the selection (below), then folded per dimension: the
+        # combinations are few even when the Work are many.
         columns = ("state", "kind", "source", "scope_id", "latest_executor", "error_group")
         qs = self._rows(query).order_by()
-        if query.updated_since is not None:
+        if query.updated_since is not None or query.exhausted:
             # Bounded below in time (``since``, or what ``until`` alone subtracts):
             # the rows are an update-time index range, few when the bound is recent.
             # SQLite (no statistics) would rather walk the whole covering index, whose
             # order is the GROUP BY's, and probe each row's table entry for its time
             # (every Work, for a handful counted). Grouped by ``state || ''``, that
             # order is no longer the GROUP BY's, and SQLite takes the range; same
-            # groups, on both engines.
+            # groups, on both engines. The exhausted list likewise: SQLite walked the
+            # whole covering index for its few rows (a million entries for 3,200
+            # exhausted Work, benchmark 7: 12 ms against 3 ms at 30,000 Work); grouped
+            # so, it reads their partial index and probes just those rows.
             unindexed = Concat(F("state"), Value(""), output_field=CharField())
             qs = qs.annotate(state_unindexed=unindexed)
             columns = ("state_unindexed", *columns[1:])
