@@ -75,9 +75,11 @@ def _agree(t: Tx) -> None:
 
 def _agree_bounded(t: Tx, works: list[Work]) -> None:
     """The selections above bounded in time, at every update instant of the Work and
-    past both ends: ``until`` alone (``tally.complements``), ``since`` alone, both."""
+    past both ends (beyond the 64 bits a stored time has, too): ``until`` alone
+    (``tally.complements``), ``since`` alone, both."""
     times = sorted({w.updated_at for w in works})
     bounds: list[Nanos] = [*times, times[0] - 1, times[-1] + 1] if times else [1]
+    bounds += [-(2**64), 2**64]
     for query in ANSWERED:
         for bound in bounds:
             bounded = [
