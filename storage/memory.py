@@ -196,6 +196,9 @@ class MemoryTx(BaseTx):
     def _tally_facets(self, query: WorkQuery) -> WorkFacets:
         return tally.facets(query, self.state.tally.items())
 
+    def _tally_total(self, query: WorkQuery, exhausted: bool) -> int:
+        return tally.total(query, exhausted, self.state.tally.items())
+
     def _add_series_tally(self, changes: Mapping[series_tally.SeriesKey, int]) -> None:
         rows = self.state.series
         for key, n in changes.items():

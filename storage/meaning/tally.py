@@ -35,9 +35,10 @@ rules keep, beside those rows and in the same table, rows keyed by state and val
 per state the Work (``all:``), per kind (``all:kind``), per Scope (``all:scope``), per
 source, executor and error group, and the exhausted Work (``all:exhausted``). A
 selection by nothing but states (or nothing) is answered from them (``reads_margins``):
-states x distinct values rows. The ``all:`` prefix keeps them out of every read of the
-per-combination rows, which name their own dimensions (``DIMENSIONS``); their empty
-Scope and kind could otherwise match a selection of the Scope "".
+states x distinct values rows; its count, from the ``all:`` rows alone (``total``).
+No margin's dimension is a per-combination row's, and every read of those rows names
+its dimensions (``DIMENSIONS``): a margin's empty Scope and kind would otherwise match
+a selection of the Scope "".
 """
 
 from __future__ import annotations
@@ -250,6 +251,23 @@ def facets(query: WorkQuery, tally: Iterable[tuple[TallyKey, int]]) -> WorkFacet
             GROUP: per[GROUP],
         },
         exhausted,
+    )
+
+
+def total(query: WorkQuery, exhausted: bool, tally: Iterable[tuple[TallyKey, int]]) -> int:
+    """How many Work of ``query``'s selection the tally rows count (``exhausted``:
+    how many of them are exhausted): ``count_works``/``count_exhausted`` of a
+    selection the tally ``answers``, from its Work rows alone (or exhausted rows),
+    of the margins when ``reads_margins``. The sum of ``facets``' states."""
+    margins = reads_margins(query)
+    if margins:
+        wanted = MARGIN_EXHAUSTED if exhausted else MARGIN_WORK
+    else:
+        wanted = EXHAUSTED if exhausted else WORK
+    return sum(
+        n
+        for (s, scope_id, kind, dimension, _), n in tally
+        if dimension == wanted and selects(query, s, scope_id, kind)
     )
 
 

@@ -66,6 +66,13 @@ class OrmFacets(BaseTx):
         cursor.execute(sql, params)
         return tally_sql.facets_of(cursor.fetchall())
 
+    def _tally_total(self, query: WorkQuery, exhausted: bool) -> int:
+        sql, params = tally_sql.total_statement(query, exhausted)
+        cursor = self._cursor
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        return int(row[0] or 0)  # SUM of no row is NULL
+
     def _work_facets(self, query: WorkQuery) -> WorkFacets:
         if tally.complements(query):
             # A settled list's ``until`` is recent: the Work updated since it are few

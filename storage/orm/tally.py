@@ -118,6 +118,19 @@ def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
     return " UNION ALL ".join(parts), params * len(parts)
 
 
+def total_statement(query: WorkQuery, exhausted: bool) -> tuple[str, list[Any]]:
+    """``tally.total`` in SQL: one sum over the selection's Work rows (or exhausted
+    rows), of the margins for a selection by states alone; one index range per
+    state (and Scope) selected, not the facets' every value."""
+    where, params = _where(query)
+    if tally.reads_margins(query):
+        dimension = tally.MARGIN_EXHAUSTED if exhausted else tally.MARGIN_WORK
+    else:
+        dimension = tally.EXHAUSTED if exhausted else tally.WORK
+    sql = f"SELECT SUM(n) FROM {schema.WORK_TALLY} WHERE dimension = '{dimension}'{where}"
+    return sql, params
+
+
 def facets_of(rows: list[tuple[str, str, Any]]) -> WorkFacets:
     """The facets from ``facets_statement``'s rows."""
     sums: dict[str, dict[str, int]] = {}

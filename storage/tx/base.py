@@ -163,14 +163,13 @@ class TxBase(Rows):
     def _tally_count(self, query: WorkQuery) -> int | None:
         """``count_works`` from the tally, when it answers the query: by states, Scope
         and kind, exhausted or not (the tally counts exhausted Work per combination
-        too); None otherwise."""
-        exhausted = query.exhausted
+        too); None otherwise. A sum of the Work (or exhausted) rows alone
+        (``tally.total``), not the facets' every value."""
         keyed = replace(query, exhausted=False)
         if not tally.answers(keyed):
             return None
         self._settle_tally()
-        facets = self._tally_facets(keyed)
-        return facets.exhausted if exhausted else sum(facets.state.values())
+        return self._tally_total(keyed, query.exhausted)
 
     def _touch(self, work_id: str, attempt: bool = False) -> None:
         """Note a Work whose triage marks (``Work.exhausted``, ``error_group``) may

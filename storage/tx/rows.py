@@ -136,6 +136,11 @@ class Rows(ABC):
         """``tally.facets`` of ``query`` (one the tally ``answers``) over the stored
         tally rows; cost follows the rows of the selected combinations."""
 
+    @abstractmethod
+    def _tally_total(self, query: WorkQuery, exhausted: bool) -> int:
+        """``tally.total`` of ``query`` (one the tally ``answers``) over the stored
+        tally rows: its Work, or its exhausted Work, from their rows alone."""
+
     # -- the series tally (meaning in storage/meaning/series_tally.py) -------------
     @abstractmethod
     def _add_series_tally(self, changes: Mapping[SeriesKey, int]) -> None:

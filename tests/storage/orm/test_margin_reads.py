@@ -2,21 +2,22 @@
 the facets of the unfiltered Work list read rows keyed by state and value (states x
 distinct values), none of the rows per (state, Scope, kind), whose number is states
 x Scopes x kinds x values; a selection by Scope or kind reads those and no margin.
-Shown by spoiling one kind of row and reading through the other, and by the plan:
-each part of the statement is a range of the tally's unique index."""
+The counts likewise, from the Work rows alone (``tally.total``). Shown by spoiling
+one kind of row and reading through the other, and by the plans: each part of a
+statement is a range of the tally's unique index."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from django.db import connections
 
-from storage import Guard, Tx, WorkQuery, WorkState, select_facets
+from storage import Guard, Tx, WorkQuery, WorkState, select_facets, select_works
 from storage.meaning import tally
 from storage.orm import OrmStore
+from storage.orm import tally as tally_sql
 
 from ..support import FakeClock, make_scope, make_work
 
@@ -68,9 +69,7 @@ def test_a_selection_by_states_alone_reads_only_the_margins(store: OrmStore) -> 
     _spoil(margins=False)
     for query in BY_STATES:
         assert store.view(lambda t, q=query: t.work_facets(q)) == select_facets(query, works)
-        assert store.view(lambda t, q=query: t.count_works(q)) == len(
-            [w for w in works if not query.states or w.state in query.states]
-        )
+        assert store.view(lambda t, q=query: t.count_works(q)) == len(select_works(query, works))
 
 
 def test_a_selection_by_scope_or_kind_reads_no_margin(store: OrmStore) -> None:
@@ -78,6 +77,7 @@ def test_a_selection_by_scope_or_kind_reads_no_margin(store: OrmStore) -> None:
     _spoil(margins=True)
     for query in BY_KEYS:
         assert store.view(lambda t, q=query: t.work_facets(q)) == select_facets(query, works)
+        assert store.view(lambda t, q=query: t.count_works(q)) == len(select_works(query, works))
 
 
 def test_the_margins_are_few_and_each_part_is_an_index_range(store: OrmStore) -> None:
@@ -94,15 +94,18 @@ def test_the_margins_are_few_and_each_part_is_an_index_range(store: OrmStore) ->
     assert len(combinations) == 4 * len(in_use) > 5 * len(margins)
 
     connection = connections["default"]
-    for query in [*BY_STATES, *BY_KEYS]:
-        sql, params = tally_statement(query)
+    statements = [
+        *(tally_sql.facets_statement(q) for q in [*BY_STATES, *BY_KEYS]),
+        *(tally_sql.total_statement(q, e) for q in [*BY_STATES, *BY_KEYS] for e in (False, True)),
+    ]
+    for sql, params in statements:
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
                 cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
                 plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-                assert "SCAN" not in plan, (query, plan)
-                assert "INDEX" in plan, (query, plan)
-                assert "(dimension=?" in plan, (query, plan)
+                assert "SCAN" not in plan, (sql, plan)
+                assert "INDEX" in plan, (sql, plan)
+                assert "(dimension=?" in plan, (sql, plan)
             else:
                 cursor.execute("SET enable_seqscan = off")
                 try:
@@ -110,11 +113,5 @@ def test_the_margins_are_few_and_each_part_is_an_index_range(store: OrmStore) ->
                     plan = "\n".join(row[0] for row in cursor.fetchall())
                 finally:
                     cursor.execute("RESET enable_seqscan")
-                assert "Seq Scan" not in plan, (query, plan)
-                assert "work_tally_key" in plan, (query, plan)
-
-
-def tally_statement(query: WorkQuery) -> tuple[str, list[Any]]:
-    from storage.orm import tally as tally_sql
-
-    return tally_sql.facets_statement(query)
+                assert "Seq Scan" not in plan, (sql, plan)
+                assert "work_tally_key" in plan, (sql, plan)
