@@ -40,10 +40,10 @@ class OrmFacets(BaseTx):
         if query.updated_before is not None and query.updated_since is None:
             whole = self._tally_count(tally.unbounded(query))
             if whole is not None:
-                return whole - self._rows(tally.since_bound(query)).count()
-        return self._rows(query).count()
+                return whole - self._selected(tally.since_bound(query)).count()
+        return self._selected(query).count()
 
-    def _rows(self, query: WorkQuery) -> QuerySet[WorkRow]:
+    def _selected(self, query: WorkQuery) -> QuerySet[WorkRow]:
         """The Work rows ``query`` selects, for a count or the facets (no page)."""
         if not query.kind or (query.updated_since is None and not query.exhausted):
             return self._filtered(query)
@@ -91,7 +91,7 @@ class OrmFacets(BaseTx):
         # narrower index holds the selection (below), then folded per dimension: the
         # combinations are few even when the Work are many.
         columns = ("state", "kind", "source", "scope_id", "latest_executor", "error_group")
-        qs = self._rows(query).order_by()
+        qs = self._selected(query).order_by()
         if query.updated_since is not None or query.exhausted:
             # Bounded below in time (``since``, or what ``until`` alone subtracts):
             # the rows are an update-time index range, few when the bound is recent.
