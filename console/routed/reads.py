@@ -82,7 +82,8 @@ def read_workflow_list(
 ) -> WorkflowListPage | None:
     """A keyset page of workflows, the facets' tallies and the deployments they name.
     Queries: the stamp (2), the search (one per kind of ID when ``q``), the page (1),
-    the facets (4), the deployments (1)."""
+    the facets (1, from the workflow tally; 4 over the rows when ``q`` or ``alert``
+    restricts to IDs), the deployments (1)."""
 
     rules = routed_rules()
 
@@ -139,7 +140,8 @@ class DeploymentsPage:
 
 def read_deployments(seen: str = "") -> DeploymentsPage | None:
     """Every deployment with its live runs, and every alias. Queries: the stamp (2),
-    deployments (1), aliases (1), one grouped count of live workflows per deployment."""
+    deployments (1), aliases (1), the live workflows per deployment (1, a sum over the
+    workflow tally)."""
 
     rules = routed_rules()
 
@@ -216,8 +218,8 @@ class RoutedTiles:
 
 def read_tiles(r: RoutedRules, now: int, stamp: str = "") -> RoutedTiles:
     """The dashboard's routed tiles, in the dashboard's own View. Statements: the
-    running workflows and their envelopes (2), running attempts (1), a grouped count
-    of needs-replan (1), paused workflows (1)."""
+    running workflows and their envelopes (2), running attempts (1), the needs-replan
+    count (1, a sum over the workflow tally), paused workflows (1)."""
     replan = r.count_workflows(WorkflowQuery(statuses=(WorkflowStatus.NEEDS_REPLAN.name,)))
     return RoutedTiles(
         stamp=stamp,

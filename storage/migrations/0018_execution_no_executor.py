@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0015_work_tally_margins"),
+        ("storage", "0016_routed_workflow_tally"),
     ]
 
     operations = [

@@ -85,6 +85,31 @@ class RoutedWorkflowRow(RoutedRow):
         ]
 
 
+class RoutedWorkflowTallyRow(models.Model):
+    """The workflow tally (``storage.routed.tally``): the count of workflows per
+    combination of their four facet columns, kept by the rules beside the workflow
+    rows. Not a table of ``rows.TABLES``: it holds counts, not records."""
+
+    id = models.BigAutoField(primary_key=True)
+    parent = models.CharField(max_length=255)
+    status = models.CharField(max_length=32)
+    kind = models.CharField(max_length=64)
+    reason = models.CharField(max_length=64)
+    n = models.BigIntegerField()
+
+    class Meta:
+        app_label = "storage"
+        db_table = "conduit_routed_workflow_tally"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["parent", "status", "kind", "reason"], name="rt_workflow_tally_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"RoutedWorkflowTallyRow({self.parent}, {self.status}, {self.kind}, {self.reason})"
+
+
 class RoutedNodeRow(RoutedRow):
     class Meta(RoutedRow.Meta):
         db_table = "conduit_routed_node"

@@ -11,7 +11,7 @@ transaction's own earlier writes, and has no effect when it raises.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -103,13 +103,18 @@ def _within(values: Collection[str] | None, value: str) -> bool:
 # The columns a tally can group by.
 TALLY_COLUMNS: frozenset[str] = frozenset({"parent", "status", "kind", "reason"})
 
+# One combination of a facet table's four facet columns, (parent, status, kind,
+# reason): the key of the counts kept beside the table (``storage.routed.tally``).
+FacetKey = tuple[str, str, str, str]
+
 
 class Rows(Protocol):
     @property
     def read_only(self) -> bool: ...
 
     def get(self, table: str, key: str) -> Row | None:
-        """The row, or None."""
+        """The row with every column (a facet table's ``kind`` and ``reason`` too: the
+        tally takes an update's previous combination from it), or None."""
         ...
 
     def insert(self, table: str, row: Row) -> bool:
@@ -145,6 +150,26 @@ class Rows(Protocol):
 
     def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
         """Up to ``limit`` rows whose key starts with ``prefix``, in key order."""
+        ...
+
+    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
+        """Add each ``n`` to the count kept for its combination of a ``FACET_TABLES``
+        table's facet columns (a missing combination starts at 0). ``ReadOnly`` in a
+        View. Only ``storage.routed.tally.TalliedRows`` calls it, beside the row write
+        the change describes."""
+        ...
+
+    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
+        """For each ``(column, where)``: the kept counts of the combinations ``where``
+        selects, summed per value of ``column`` (one of ``TALLY_COLUMNS``), values
+        summing to 0 left out; what ``tally`` would count from the rows. ``where``
+        selects by the facet columns only (no ``keys``, no ``key_prefix``: the
+        counts know no keys). One statement for all of them."""
+        ...
+
+    def kept(self, table: str) -> dict[FacetKey, int]:
+        """Every combination whose count is kept, with its count (0 for one whose rows
+        all moved on): what a check compares with a full count."""
         ...
 
 
@@ -227,3 +252,12 @@ class CachedRows:
 
     def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
         return self._inner.with_key_prefix(table, prefix, limit)
+
+    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
+        self._inner.add_counts(table, changes)
+
+    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
+        return self._inner.counted(table, asks)
+
+    def kept(self, table: str) -> dict[FacetKey, int]:
+        return self._inner.kept(table)

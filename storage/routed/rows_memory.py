@@ -2,35 +2,50 @@
 
 The double copies its state at the start of every transaction and publishes the copy
 on commit (``storage.memory``), so these dicts roll back and isolate with the rest of
-the state: a Row is immutable, a transaction replaces rows in its own copy.
+the state: a Row is immutable, a transaction replaces rows in its own copy. The
+workflow tally's counts (``storage.routed.tally``) are one more dict per facet table,
+copied and published with the rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import Invalid
-from .rows import FACET_TABLES, TABLES, TALLY_COLUMNS, Row, RowFilter, TxRows
+from . import tally
+from .rows import FACET_TABLES, TABLES, TALLY_COLUMNS, FacetKey, Row, RowFilter, TxRows
 
 if TYPE_CHECKING:
     from ..memory import MemoryTx
 
-RoutedTables = dict[str, dict[str, Row]]
+
+@dataclass
+class RoutedTables:
+    rows: dict[str, dict[str, Row]] = field(default_factory=dict)
+    # Per facet table, the kept count of each combination (``Rows.add_counts``).
+    counts: dict[str, dict[FacetKey, int]] = field(default_factory=dict)
 
 
 def empty_tables() -> RoutedTables:
-    return {name: {} for name in TABLES}
+    return RoutedTables(
+        rows={name: {} for name in TABLES}, counts={name: {} for name in FACET_TABLES}
+    )
 
 
 def copy_tables(tables: RoutedTables) -> RoutedTables:
-    return {name: dict(rows) for name, rows in tables.items()}
+    return RoutedTables(
+        rows={name: dict(rows) for name, rows in tables.rows.items()},
+        counts={name: dict(counts) for name, counts in tables.counts.items()},
+    )
 
 
 class MemoryRows(TxRows):
     def __init__(self, tx: MemoryTx) -> None:
         super().__init__(tx)
-        self._tables = tx.state.routed
+        self._tables = tx.state.routed.rows
+        self._counts = tx.state.routed.counts
 
     def get(self, table: str, key: str) -> Row | None:
         return self._tables[table].get(key)
@@ -89,6 +104,24 @@ class MemoryRows(TxRows):
     def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
         found = sorted(k for k in self._tables[table] if k.startswith(prefix))[:limit]
         return [self._tables[table][k] for k in found]
+
+    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
+        _facet_table(table)
+        self._write()
+        counts = self._counts[table]
+        for key, n in changes.items():
+            counts[key] = counts.get(key, 0) + n
+
+    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
+        _facet_table(table)
+        for column, where in asks:
+            tally.check_ask(column, where)
+        counts = self._counts[table].items()
+        return [tally.sums(counts, column, where) for column, where in asks]
+
+    def kept(self, table: str) -> dict[FacetKey, int]:
+        _facet_table(table)
+        return dict(self._counts[table])
 
 
 def _facet_table(table: str) -> None:

@@ -73,6 +73,7 @@ from .rules import (
 )
 from .rules.deployments import Fault
 from .rules.specs import META, SchemaStamp
+from .tally import TalliedRows
 
 T = TypeVar("T")
 
@@ -114,7 +115,9 @@ class RoutedStore:
         self.transact(self._check_stamp)
 
     def _rules(self, tx: Any) -> RoutedRules:
-        rules = self._rules_class(CachedRows(self._rows(tx)), tx.now, self._registry)
+        # The tally above the cache: an update's previous row is the one the rule read.
+        rows = TalliedRows(CachedRows(self._rows(tx)))
+        rules = self._rules_class(rows, tx.now, self._registry)
         if self._fault is not None:
             rules.fault = self._fault
         return rules

@@ -26,6 +26,7 @@ from ..records import (
     InvocationRequest,
     Stored,
 )
+from ..rows import RowFilter
 from ..transitions import WORKFLOW_TRANSITIONS
 from .base import check_payload, check_text
 from .shapes import AdmissionShapes, Fault
@@ -44,7 +45,7 @@ from .specs import (
 from .topology import topology_of
 
 # Workflows that still hold a top-level run: every status with an outgoing transition.
-LIVE_WORKFLOW = frozenset(s.name for s, nxt in WORKFLOW_TRANSITIONS.items() if nxt)
+LIVE_WORKFLOW = tuple(sorted(s.name for s, nxt in WORKFLOW_TRANSITIONS.items() if nxt))
 
 
 def input_digest(input_json: str) -> str:
@@ -215,8 +216,24 @@ class DeploymentRules(AdmissionShapes):
         """Active, and under ``max_concurrent_runs`` live top-level runs (0: no limit)."""
         if dep.status is not DeploymentStatus.ACTIVE:
             raise DeploymentInactive(f"deployment {dep.deployment_id}")
-        live = self.rows.count(WORKFLOW.table, dep.deployment_id, LIVE_WORKFLOW)
-        if dep.max_concurrent_runs and live >= dep.max_concurrent_runs:
+        if not dep.max_concurrent_runs:
+            return  # no limit: nothing to count
+        # The live workflows from the workflow tally (a few rows per deployment, however
+        # many workflows it has), which is exact here for two reasons. It moves with
+        # every workflow row write, in that write's transaction (``tally.TalliedRows``),
+        # so it counts this transaction's own earlier writes (a restart's cancel, an
+        # earlier admission composed in the same ``transact``). And no other writer can
+        # commit between this read and this transaction's commit: the routed store
+        # writes in the contract's ``transact``, whose writers are serialised (SQLite's
+        # BEGIN IMMEDIATE; PostgreSQL's writers' advisory lock, taken before BEGIN, so
+        # the SERIALIZABLE snapshot sees every earlier commit). Were that lock ever
+        # dropped, SERIALIZABLE would still refuse one of two racing admissions of the
+        # same deployment: both read and upsert the same tally row (a serialization
+        # failure, ``Conflict``), so the limit is never exceeded, only retried.
+        where = RowFilter(parents=(dep.deployment_id,), statuses=LIVE_WORKFLOW)
+        [by_deployment] = self.rows.counted(WORKFLOW.table, [("parent", where)])
+        live = by_deployment.get(dep.deployment_id, 0)
+        if live >= dep.max_concurrent_runs:
             raise AlreadyRunning(
                 f"deployment {dep.deployment_id} has {live} live runs of {dep.max_concurrent_runs}"
             )

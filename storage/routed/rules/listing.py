@@ -14,6 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from .. import tally
 from ..enums import AttemptStatus, WorkflowStatus
 from ..envelope import consumed_ms
 from ..errors import InvalidArgument
@@ -154,19 +155,35 @@ class ListingRules(RulesBase):
 
     def workflow_facets(self, query: WorkflowQuery) -> dict[str, dict[str, int]]:
         """Per facet (``FACETS``), how many workflows have each value under the
-        query's other conditions. One grouped count per facet."""
+        query's other conditions. A selection by the facets only (the list's common
+        ones) is one statement of sums over the workflow tally, whose cost follows the
+        combinations in use (``storage.routed.tally``); one by IDs (a search's hits, an
+        ID prefix), one grouped count over the rows per facet."""
+        if tally.answers(query.where()):
+            asks = [(column, query.where(without=name)) for name, column in FACETS.items()]
+            return dict(zip(FACETS, self.rows.counted(WORKFLOW.table, asks), strict=True))
         return {
             name: self.rows.tally(WORKFLOW.table, column, query.where(without=name))
             for name, column in FACETS.items()
         }
 
     def count_workflows(self, query: WorkflowQuery) -> int:
-        return sum(self.rows.tally(WORKFLOW.table, "status", query.where()).values())
+        """How many workflows ``query`` selects: one statement, over the tally when it
+        answers the query (as ``workflow_facets``)."""
+        where = query.where()
+        if tally.answers(where):
+            [by_status] = self.rows.counted(WORKFLOW.table, [("status", where)])
+        else:
+            by_status = self.rows.tally(WORKFLOW.table, "status", where)
+        return sum(by_status.values())
 
     def live_workflows_by_deployment(self) -> dict[str, int]:
         """Nonterminal workflows per deployment (what ``max_concurrent_runs`` counts):
-        one grouped count."""
-        return self.rows.tally(WORKFLOW.table, "parent", RowFilter(statuses=LIVE_WORKFLOW))
+        one sum over the workflow tally, exact in any transaction or View (the tally
+        moves with every workflow row write, in its transaction)."""
+        live = RowFilter(statuses=LIVE_WORKFLOW)
+        [by_deployment] = self.rows.counted(WORKFLOW.table, [("parent", live)])
+        return by_deployment
 
     def page_invocations(
         self, after: str | None = None, limit: int = 50
