@@ -35,15 +35,17 @@ TABLES = (
     "conduit_wait",
     "conduit_timer",
     "conduit_kv",
-    # Kept by the rules beside the records: without it the copy's facets and counts
-    # read an empty tally (benchmark 2 once timed PostgreSQL counting 0 Work).
+    # Kept by the rules beside the records: without them the copy's facets, counts
+    # and series read empty tallies (benchmark 2 once timed PostgreSQL counting 0 Work).
     "conduit_work_tally",
+    "conduit_series_tally",
 )
 IDENTITIES = (
     ("conduit_event", "seq"),
     ("conduit_key", "id"),
     ("conduit_kv", "id"),
     ("conduit_work_tally", "id"),
+    ("conduit_series_tally", "id"),
 )
 
 
