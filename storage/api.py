@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from .records import (
+    ActiveWaitQuery,
     Buckets,
     CorrelationKey,
     ErrorGroup,
@@ -29,6 +30,7 @@ from .records import (
     StoredEvent,
     Timer,
     TimerNext,
+    TimerQuery,
     Wait,
     Work,
     WorkFacets,
@@ -243,6 +245,15 @@ class Tx(Protocol):
         """Timers with fire_at <= now, earliest first (ties by ID)."""
         ...
 
+    def query_timers(self, query: TimerQuery) -> list[Timer]:
+        """A keyset page of Timers, earliest fire time first (ties by ID), optionally
+        only those due by an instant (meaning: storage/meaning/pages.py)."""
+        ...
+
+    def count_timers(self, query: TimerQuery) -> int:
+        """How many Timers ``query`` selects, cursor and limit aside."""
+        ...
+
     def delete_timer(self, timer_id: str, revision: int) -> None: ...
     def fire_timer(
         self, timer_id: str, revision: int, next: TimerNext | None = None
@@ -257,6 +268,14 @@ class Tx(Protocol):
         ...
 
     def active_waits(self, work_id: str = "") -> list[Wait]: ...
+    def query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
+        """A keyset page of active Waits, oldest first (ties by ID), optionally only
+        those created by an instant (meaning: storage/meaning/pages.py)."""
+        ...
+
+    def count_active_waits(self, query: ActiveWaitQuery) -> int:
+        """How many active Waits ``query`` selects, cursor and limit aside."""
+        ...
 
     # Lookup by ID prefix (meaning: storage/meaning/ids.py) --------------------------
     def find_ids(self, prefix: str, limit: int = 10) -> list[IdMatch]:

@@ -18,11 +18,12 @@ from . import codec
 from .clock import wall_clock
 from .meaning import executions as executions_meaning
 from .meaning import ids as id_meaning
-from .meaning import series, series_tally, tally, triage
+from .meaning import pages, series, series_tally, tally, triage
 from .meaning.events import EventScan
 from .meaning.query import select_facets, select_works
 from .records import (
     SCHEMA_VERSION,
+    ActiveWaitQuery,
     Buckets,
     CorrelationKey,
     ErrorGroup,
@@ -37,6 +38,8 @@ from .records import (
     StoredEvent,
     Table,
     Timer,
+    TimerQuery,
+    Wait,
     Work,
     WorkFacets,
     WorkQuery,
@@ -299,6 +302,18 @@ class MemoryTx(BaseTx):
 
     def _count_overdue(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
         return len(self._overdue_timers(at, scope_ids, 0))
+
+    def _query_timers(self, query: TimerQuery) -> list[Timer]:
+        return pages.select_timers(query, self._list("timer"))
+
+    def _count_timers(self, query: TimerQuery) -> int:
+        return pages.count_timers(query, self._list("timer"))
+
+    def _query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
+        return pages.select_waits(query, self._list("wait", live=True))
+
+    def _count_active_waits(self, query: ActiveWaitQuery) -> int:
+        return pages.count_waits(query, self._list("wait", live=True))
 
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         return triage.select_error_groups(query, self._list("work"))

@@ -365,6 +365,14 @@ class WaitRow(_Row):
         indexes = [
             models.Index(fields=["work_id", "id"], name="wait_work"),
             models.Index(fields=["id"], name="wait_active", condition=_live("wait")),
+            # The Waits page's order: active Waits oldest first, ties by ID, so a page
+            # (and the ``older`` bound) is one range of this index and a LIMIT.
+            models.Index(
+                JsonNanos("created_at"),
+                F("id"),
+                name="wait_active_created",
+                condition=_live("wait"),
+            ),
         ]
 
 

@@ -443,6 +443,64 @@ class ExecutionQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class TimerKey:
+    """Keyset cursor of a TimerQuery page: a row's fire time and ID."""
+
+    fire_at: Nanos
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimerQuery:
+    """Selects Timers (the console's Timers page; meaning: storage/meaning/pages.py).
+
+    Order: ``fire_at`` then ID, both ascending (the earliest, most overdue, first).
+    ``due_by``: only Timers with ``fire_at <= due_by`` (None: every Timer). ``after``
+    keeps the rows strictly after that key and returns the first ``limit``;
+    ``before`` keeps the rows strictly before it and returns the last ``limit`` (the
+    page before a page), still in ascending order; at most one of them. ``limit`` 0
+    means no limit.
+    """
+
+    due_by: Nanos | None = None
+    after: TimerKey | None = None
+    before: TimerKey | None = None
+    limit: int = 0
+
+    @staticmethod
+    def key_of(timer: Timer) -> TimerKey:
+        return TimerKey(timer.fire_at, timer.id)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitKey:
+    """Keyset cursor of an ActiveWaitQuery page: a row's creation time and ID."""
+
+    created_at: Nanos
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveWaitQuery:
+    """Selects active Waits (the console's Waits page; meaning:
+    storage/meaning/pages.py).
+
+    Order: ``created_at`` then ID, both ascending (waiting longest first).
+    ``created_by``: only Waits created at or before that instant (None: every active
+    Wait). ``after``, ``before`` and ``limit`` page as in ``TimerQuery``.
+    """
+
+    created_by: Nanos | None = None
+    after: WaitKey | None = None
+    before: WaitKey | None = None
+    limit: int = 0
+
+    @staticmethod
+    def key_of(wait: Wait) -> WaitKey:
+        return WaitKey(wait.created_at, wait.id)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkFacets:
     """Counts per value of each facet dimension, under the query's full filter, so each
     dimension's counts sum to ``count_works`` for the same query. A Work without a

@@ -25,8 +25,9 @@ from ..errors import Unavailable
 # A read that returns all its rows (the backend's ``_fetch`` without a flush).
 Fetch = Callable[[str, Sequence[Any]], list[Any]]
 
-# The record times the dashboards' series read from the JSON, never from a column.
-JSON_TIMES = frozenset({"received_at", "started_at"})
+# The record times read from the JSON, never from a column: the dashboards' series
+# (received_at, started_at) and the Waits page's order (a Wait's created_at).
+JSON_TIMES = frozenset({"received_at", "started_at", "created_at"})
 
 # The key of ``sequence_probe``'s row; no metadata key has a space.
 PROBE_KEY = "sequence last_value"

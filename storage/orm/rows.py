@@ -34,7 +34,8 @@ from . import series_tally as series_sql
 from . import tally as tally_sql
 from .dialect import PROBE_KEY, dialect
 from .errors import translate_errors
-from .reads import EVENT_FIELDS, OrmReads, stored_event
+from .pages import OrmPages
+from .reads import EVENT_FIELDS, stored_event
 from .writebehind import RECENT, CachedRow, WriteBehind
 
 _SET_META = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
@@ -46,7 +47,7 @@ def parse_clock(value: str | None) -> tuple[Nanos, int]:
     return int(now), int(version or 0)
 
 
-class OrmTx(OrmReads):
+class OrmTx(OrmPages):
     """Row access for BaseTx, through a write-behind buffer (``storage.orm.writebehind``):
     records this transaction read or wrote are answered from memory, writes wait for
     ``flush`` (at commit, or before any read the buffer cannot answer exactly) and go

@@ -17,6 +17,7 @@ from ..meaning.events import EventScan
 from ..meaning.series_tally import SeriesKey
 from ..meaning.tally import TallyKey
 from ..records import (
+    ActiveWaitQuery,
     Buckets,
     CorrelationKey,
     ErrorGroup,
@@ -31,6 +32,7 @@ from ..records import (
     StoredEvent,
     Table,
     Timer,
+    TimerQuery,
     Wait,
     Work,
     WorkFacets,
@@ -247,6 +249,22 @@ class Rows(ABC):
     def _query_executions(self, query: ExecutionQuery) -> list[Execution]:
         """Attempts selected by a checked ``query`` in its order, expiry at ``_now``
         (``storage.meaning.executions.select_executions``)."""
+
+    @abstractmethod
+    def _query_timers(self, query: TimerQuery) -> list[Timer]:
+        """Timers selected by a checked ``query`` (``meaning.pages.select_timers``)."""
+
+    @abstractmethod
+    def _count_timers(self, query: TimerQuery) -> int:
+        """How many Timers ``query``'s bound selects (``meaning.pages.count_timers``)."""
+
+    @abstractmethod
+    def _query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
+        """Active Waits selected by a checked ``query`` (``meaning.pages.select_waits``)."""
+
+    @abstractmethod
+    def _count_active_waits(self, query: ActiveWaitQuery) -> int:
+        """How many active Waits ``query``'s bound selects (``meaning.pages.count_waits``)."""
 
     @abstractmethod
     def _started_executions(

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
-from ..records import Event, Nanos, StoredEvent, Timer, TimerNext
+from ..meaning.pages import check_timer_query
+from ..records import Event, Nanos, StoredEvent, Timer, TimerNext, TimerQuery
 from . import fields
 from .events import EventRules
 from .work import WorkRules
@@ -86,6 +87,22 @@ class TimerRules(WorkRules, EventRules):
         self._check()
         fields.require_limit(limit)
         return self._due_timers(now, limit)
+
+    def query_timers(self, query: TimerQuery) -> list[Timer]:
+        """A keyset page of Timers in (fire_at, ID) order (``meaning.pages``): one read."""
+        self._check()
+        check_timer_query(query)
+        for key in (query.after, query.before):
+            if key is not None:  # a cursor reaches SQL as a parameter (no NUL there)
+                fields.require_text(key.id, "Timer ID in a page cursor")
+        return self._query_timers(query)
+
+    def count_timers(self, query: TimerQuery) -> int:
+        """How many Timers ``query``'s bound selects, its cursor and limit aside (an
+        index count: none decoded)."""
+        self._check()
+        check_timer_query(query)
+        return self._count_timers(query)
 
     def delete_timer(self, timer_id: str, revision: int) -> None:
         self._writable()

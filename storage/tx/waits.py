@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
-from ..records import Wait, WaitState
+from ..meaning.pages import check_wait_query
+from ..records import ActiveWaitQuery, Wait, WaitState
 from . import fields
 from .events import EventRules
 from .executions import ExecutionRules
@@ -114,3 +115,20 @@ class WaitRules(ExecutionRules, EventRules):
     def active_waits(self, work_id: str = "") -> list[Wait]:
         self._check()
         return self._list("wait", work_id=work_id, live=True)
+
+    def query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
+        """A keyset page of active Waits in (created_at, ID) order (``meaning.pages``):
+        one read."""
+        self._check()
+        check_wait_query(query)
+        for key in (query.after, query.before):
+            if key is not None:  # a cursor reaches SQL as a parameter (no NUL there)
+                fields.require_text(key.id, "Wait ID in a page cursor")
+        return self._query_active_waits(query)
+
+    def count_active_waits(self, query: ActiveWaitQuery) -> int:
+        """How many active Waits ``query``'s bound selects, its cursor and limit aside
+        (an index count: none decoded)."""
+        self._check()
+        check_wait_query(query)
+        return self._count_active_waits(query)
