@@ -1,13 +1,26 @@
-"""The Executions page's history filter: attempts first claimed in a time range."""
+"""The runtime pages' URL state: the Executions page's history filter (attempts first
+claimed in a time range), and the Waits and Timers pages' filters and keyset cursor."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.http import QueryDict
 
-from console.urlstate import SINCE_HELP, TIME_FILTERS, FilterError, parse_times, querystring, text
+from console.urlstate import (
+    DEFAULT_PAGE_SIZE,
+    SINCE_HELP,
+    TIME_FILTERS,
+    FilterError,
+    parse_key,
+    parse_size,
+    parse_times,
+    querystring,
+    text,
+)
+from storage import WorkKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +82,92 @@ def parse_older(raw: str) -> int:
     if match is None:
         raise FilterError({"older": f"older is an age like 30m, 1h or 2d, not {raw!r}."})
     return int(match.group(1)) * _AGE_NS[match.group(2)]
+
+
+# Keyset positions ``<time ns>.<ID>`` (``urlstate.format_key``): a column holds a
+# 64-bit time, so a larger one is no position on these pages.
+_MAX_TIME = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class PageCursor:
+    """Where a Waits or Timers page starts: after a row (``after=``: the next page)
+    or before one (``before=``: the page before), as ``<time ns>.<ID>``; neither for
+    the first page."""
+
+    after: WorkKey | None = None
+    before: WorkKey | None = None
+
+    @property
+    def first(self) -> bool:
+        return self.after is None and self.before is None
+
+
+def parse_page_cursor(data: QueryDict) -> PageCursor:
+    """Read ``after`` or ``before``; FilterError naming a malformed one, or both."""
+    keys: dict[str, WorkKey | None] = {}
+    for name in ("after", "before"):
+        raw = data.get(name, "")
+        key = parse_key(raw) if raw else None
+        if raw and (key is None or key.time > _MAX_TIME):
+            raise FilterError({name: f"{raw!r} is not a page position (<time>.<ID>)."})
+        keys[name] = key
+    if keys["after"] is not None and keys["before"] is not None:
+        raise FilterError({"before": "A page starts after a row or before one, not both."})
+    return PageCursor(**keys)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFilter:
+    """The Waits page's URL: ``older`` (an age, kept as typed so a bookmark stays
+    relative: Waits created at least that long before now) and ``size``."""
+
+    older: str = ""
+    older_ns: int = 0
+    size: int = DEFAULT_PAGE_SIZE
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [("older", self.older)] if self.older else []
+        return out + ([("size", str(self.size))] if self.size != DEFAULT_PAGE_SIZE else [])
+
+    def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
+        return querystring([*self.params(), *extra])
+
+
+def parse_wait_filter(data: QueryDict) -> WaitFilter:
+    errors: dict[str, str] = {}
+    older, older_ns = data.get("older", "").strip(), 0
+    try:
+        older_ns = parse_older(older)
+    except FilterError as exc:
+        errors.update(exc.errors)
+    size = parse_size(data, errors)
+    if errors:
+        raise FilterError(errors)
+    return WaitFilter(older if older_ns else "", older_ns, size)
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFilter:
+    """The Timers page's URL: ``due=1`` (due and overdue Timers only) and ``size``."""
+
+    due: bool = False
+    size: int = DEFAULT_PAGE_SIZE
+
+    def params(self) -> list[tuple[str, str]]:
+        out = [("due", "1")] if self.due else []
+        return out + ([("size", str(self.size))] if self.size != DEFAULT_PAGE_SIZE else [])
+
+    def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
+        return querystring([*self.params(), *extra])
+
+
+def parse_timer_filter(data: QueryDict) -> TimerFilter:
+    errors: dict[str, str] = {}
+    due = data.get("due", "")
+    if due not in ("", "0", "1"):
+        errors["due"] = f"due is 1 (due and overdue Timers only) or 0 (all), not {due!r}."
+    size = parse_size(data, errors)
+    if errors:
+        raise FilterError(errors)
+    return TimerFilter(due == "1", size)

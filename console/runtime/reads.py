@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from console.attempts import attempt_label
 from console.polling import polled_view, read
 from console.runtime.execfilter import ExecutionFilter
-from console.runtime.filters import StartedFilter
+from console.runtime.filters import PageCursor, StartedFilter, TimerFilter, WaitFilter
 from console.scopes import subtree
 from storage import (
     LIVE_EXECUTION_STATES,
+    ActiveWaitQuery,
     ArtifactRef,
     Buckets,
     Execution,
@@ -21,9 +24,13 @@ from storage import (
     NotFound,
     Scope,
     Timer,
+    TimerKey,
+    TimerQuery,
     Tx,
     Wait,
+    WaitKey,
     Work,
+    WorkKey,
     WorkQuery,
     WorkState,
 )
@@ -124,36 +131,112 @@ class WaitItem:
     work: Work | None  # for its kind and Scope
 
 
-def read_active_waits(
-    seen: str = "", older_ns: int = 0, now: int | None = None
-) -> Listing[WaitItem] | None:
-    """Active Waits, oldest first, each with its timeout Timer (all Timers are read
-    once rather than one query per Wait) and its Work (one read of their IDs); with
-    ``older_ns``, only those created at least that long before the View's time."""
+@dataclass(frozen=True, slots=True)
+class KeysetPage[T]:
+    """A page of the Waits or Timers list: its rows, how many the whole selection
+    holds, and the cursors of the pages beside it (None: there is none)."""
 
-    def build(tx: Tx, stamp: str) -> Listing[WaitItem]:
-        waits = tx.active_waits()
-        if older_ns:
-            waits = [w for w in waits if w.created_at <= tx.now - older_ns]
-        timers = {t.id: t for t in tx.timers()} if any(w.timeout_timer_id for w in waits) else {}
+    now: int
+    stamp: str
+    rows: list[T]
+    total: int
+    first: bool  # the first page (no row comes before it): the one that polls
+    next_key: WorkKey | None  # after the last row, when rows follow
+    prev_key: WorkKey | None  # before the first row, when rows precede
+
+
+def _page[R](
+    read: Callable[[Any, Any, int], list[R]],
+    key_of: Callable[[R], WorkKey],
+    cursor: PageCursor,
+    size: int,
+) -> tuple[list[R], bool, WorkKey | None, WorkKey | None]:
+    """One keyset page: ``read(after, before, limit)`` for one row more than the page
+    (which says whether more follow). A page before a cursor that reaches the start
+    is the first page, read again from the start (one more statement, then only)."""
+    if cursor.before is not None:
+        found = read(None, cursor.before, size + 1)
+        if len(found) > size:
+            rows = found[1:]
+            return rows, False, key_of(rows[-1]), key_of(rows[0])
+        cursor = PageCursor()
+    found = read(cursor.after, None, size + 1)
+    rows, more = found[:size], len(found) > size
+    next_key = key_of(rows[-1]) if more else None
+    prev_key = key_of(rows[0]) if rows and not cursor.first else None
+    return rows, cursor.first, next_key, prev_key
+
+
+def _timer_key(key: WorkKey | None) -> TimerKey | None:
+    return TimerKey(key.time, key.id) if key else None
+
+
+def _wait_key(key: WorkKey | None) -> WaitKey | None:
+    return WaitKey(key.time, key.id) if key else None
+
+
+def read_wait_page(
+    f: WaitFilter, cursor: PageCursor, seen: str = "", now: int | None = None
+) -> KeysetPage[WaitItem] | None:
+    """A page of active Waits, oldest first (ties by ID), each with its timeout Timer
+    and its Work; with ``older``, only those created at least that long before the
+    View's time. Queries: the page (1, or 2 when a page back reaches the start), the
+    selection's count (1, an index count), the page's Work's Timers (1, when a row
+    has a timeout) and its Work (1), whatever the store holds
+    (tests/console/test_runtime_paging.py pins the count)."""
+
+    def build(tx: Tx, stamp: str) -> KeysetPage[WaitItem]:
+        # Older than the epoch selects nothing (and stays a 64-bit instant).
+        created_by = max(tx.now - f.older_ns, -1) if f.older_ns else None
+        base = ActiveWaitQuery(created_by=created_by)
+
+        def read(after: Any, before: Any, limit: int) -> list[Wait]:
+            q = replace(base, after=_wait_key(after), before=_wait_key(before), limit=limit)
+            return tx.query_active_waits(q)
+
+        waits, first, next_key, prev_key = _page(read, _key_of_wait, cursor, f.size)
+        total = tx.count_active_waits(base)
+        # Only the Timers of the Waits on the page: a Wait's timeout Timer is armed
+        # for its Wait's Work, so these are read by Work (one indexed read), never all.
+        timed = sorted({w.work_id for w in waits if w.timeout_timer_id})
+        timers = {t.id: t for t in tx.timers_of(timed)} if timed else {}
         work_ids = sorted({w.work_id for w in waits})
         works = {w.id: w for w in tx.works_of(work_ids)} if work_ids else {}
         rows = [WaitItem(w, timers.get(w.timeout_timer_id), works.get(w.work_id)) for w in waits]
-        rows.sort(key=lambda r: (r.wait.created_at, r.wait.id))
-        return Listing(tx.now, stamp, rows)
+        return KeysetPage(tx.now, stamp, rows, total, first, next_key, prev_key)
 
     # Age alone moves a Wait into an "older than" list: re-render once a minute then.
-    return polled_view(seen, build, now=now, period=60 * 10**9 if older_ns else 0)
+    return polled_view(seen, build, now=now, period=60 * 10**9 if f.older_ns else 0)
 
 
-def read_timers(due_only: bool, seen: str = "") -> Listing[Timer] | None:
-    """Timers by fire time, earliest (most overdue) first."""
+def _key_of_wait(w: Wait) -> WorkKey:
+    return WorkKey(w.created_at, w.id)
 
-    def build(tx: Tx, stamp: str) -> Listing[Timer]:
-        timers = tx.due_timers(tx.now) if due_only else tx.timers()
-        return Listing(tx.now, stamp, sorted(timers, key=lambda t: (t.fire_at, t.id)))
 
-    return polled_view(seen, build)
+def _key_of_timer(t: Timer) -> WorkKey:
+    return WorkKey(t.fire_at, t.id)
+
+
+def read_timer_page(
+    f: TimerFilter, cursor: PageCursor, seen: str = "", now: int | None = None
+) -> KeysetPage[Timer] | None:
+    """A page of Timers by fire time, earliest (most overdue) first, ties by ID; with
+    ``due``, only those due by the View's time. Queries: the page (1, or 2 when a page
+    back reaches the start) and the selection's count (1, an index count)."""
+
+    def build(tx: Tx, stamp: str) -> KeysetPage[Timer]:
+        base = TimerQuery(due_by=tx.now if f.due else None)
+
+        def read(after: Any, before: Any, limit: int) -> list[Timer]:
+            q = replace(base, after=_timer_key(after), before=_timer_key(before), limit=limit)
+            return tx.query_timers(q)
+
+        timers, first, next_key, prev_key = _page(read, _key_of_timer, cursor, f.size)
+        total = tx.count_timers(base)
+        return KeysetPage(tx.now, stamp, timers, total, first, next_key, prev_key)
+
+    # Time alone makes a Timer due: the due list re-renders once a minute at least.
+    return polled_view(seen, build, now=now, period=60 * 10**9 if f.due else 0)
 
 
 @dataclass(frozen=True, slots=True)

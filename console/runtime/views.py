@@ -15,15 +15,23 @@ from console.runtime.execfilter import (
     parse_execution_cursor,
     parse_execution_filter,
 )
-from console.runtime.filters import parse_older, parse_started_filter
+from console.runtime.filters import (
+    TimerFilter,
+    WaitFilter,
+    parse_page_cursor,
+    parse_started_filter,
+    parse_timer_filter,
+    parse_wait_filter,
+)
 from console.runtime.reads import (
-    read_active_waits,
+    KeysetPage,
     read_execution_page,
     read_scopes,
     read_started_executions,
-    read_timers,
+    read_timer_page,
+    read_wait_page,
 )
-from console.urlstate import PAGE_SIZES, FilterError
+from console.urlstate import PAGE_SIZES, FilterError, format_key
 from storage import WorkState
 
 TEMPLATE = "console/executions.html"
@@ -72,27 +80,48 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
     return render_region(request, TEMPLATE, "live", context)
 
 
+def _pager(f: WaitFilter | TimerFilter, page: KeysetPage[Any]) -> dict[str, str]:
+    """The links beside a keyset page: the next and previous pages' cursors, and the
+    first page (the filter alone) from any other page."""
+    nxt, prev = page.next_key, page.prev_key
+    return {
+        "next_url": f.querystring([("after", format_key(nxt))]) if nxt else "",
+        "prev_url": f.querystring([("before", format_key(prev))]) if prev else "",
+        "first_url": "" if page.first else f.querystring(),
+    }
+
+
 @page
 def waits(request: HtmxHttpRequest) -> HttpResponse:
-    """Active Waits; ``older=1h`` keeps those waiting longer than that (a preset)."""
+    """Active Waits, oldest first, in keyset pages; ``older=1h`` keeps those waiting
+    longer than that (a preset)."""
     try:
-        older_ns = parse_older(request.GET.get("older", ""))
+        f = parse_wait_filter(request.GET)
+        cursor = parse_page_cursor(request.GET)
     except FilterError as exc:
         return error_page(request, 400, "Invalid request", " ".join(exc.errors.values()))
-    listing = read_active_waits(seen_stamp(request), older_ns)
-    older = request.GET.get("older", "").strip() if older_ns else ""
-    return _listing(request, "console/waits.html", listing, older=older)
+    listing = read_wait_page(f, cursor, seen_stamp(request))
+    if listing is None:
+        return unchanged()
+    # Later pages shift as Waits end: only the first one polls.
+    context = {"page": listing, "filter": f, "sizes": PAGE_SIZES, **_pager(f, listing)}
+    return render_region(request, "console/waits.html", "live", context)
 
 
 @page
 def timers(request: HtmxHttpRequest) -> HttpResponse:
-    due = request.GET.get("due", "")
-    if due not in ("", "0", "1"):
-        message = f"due is 1 (due and overdue Timers only) or 0 (all), not {due!r}."
-        return error_page(request, 400, "Invalid request", message)
-    due_only = due == "1"
-    listing = read_timers(due_only, seen_stamp(request))
-    return _listing(request, "console/timers.html", listing, due_only=due_only)
+    """Timers, earliest fire time first, in keyset pages; ``due=1`` keeps the due and
+    overdue ones (a preset)."""
+    try:
+        f = parse_timer_filter(request.GET)
+        cursor = parse_page_cursor(request.GET)
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid request", " ".join(exc.errors.values()))
+    listing = read_timer_page(f, cursor, seen_stamp(request))
+    if listing is None:
+        return unchanged()
+    context = {"page": listing, "filter": f, "sizes": PAGE_SIZES, **_pager(f, listing)}
+    return render_region(request, "console/timers.html", "live", context)
 
 
 @page

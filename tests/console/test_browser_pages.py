@@ -140,6 +140,9 @@ PAGES = {
     "executions": Visit("/executions"),
     "timers": Visit("/timers"),
     "waits": Visit("/waits"),
+    # A later page (after a cursor before every row): the pager with all its links.
+    "timers, a later page": Visit("/timers?due=1&after=1.a"),
+    "waits, a later page": Visit("/waits?size=25&after=1.a"),
     "scopes": Visit("/scopes"),
     "errors": Visit("/errors"),
     "runs": Visit("/runs"),

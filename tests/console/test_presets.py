@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from console.runtime.reads import read_active_waits
+from console.runtime.filters import PageCursor, WaitFilter
+from console.runtime.reads import read_wait_page
 from console.saved.presets import BY_KEY, PRESETS
 from tests.console import factories as f
 from tests.console.conftest import DB
@@ -60,7 +61,7 @@ def test_waits_older_than_an_age_leave_out_the_younger(as_bob):
     html = as_bob.get("/waits?older=1h").content.decode()
     assert "young-wait" not in html
     assert "No Wait has waited longer than 1h." in html
-    later = read_active_waits(older_ns=HOUR, now=time.time_ns() + 2 * HOUR)
+    later = read_wait_page(WaitFilter("1h", HOUR), PageCursor(), now=time.time_ns() + 2 * HOUR)
     assert later is not None
     assert [r.wait.id for r in later.rows] == ["young-wait"]
 
