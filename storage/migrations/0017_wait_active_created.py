@@ -10,7 +10,7 @@ import storage.models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0013_execution_running"),
+        ("storage", "0016_routed_workflow_tally"),
     ]
 
     operations = [

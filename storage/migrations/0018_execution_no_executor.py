@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("storage", "0016_routed_workflow_tally"),
+        ("storage", "0017_wait_active_created"),
     ]
 
     operations = [

@@ -284,6 +284,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0014_series_tally",
         "0015_work_tally_margins",
         "0016_routed_workflow_tally",
+        "0017_wait_active_created",
         "0018_execution_no_executor",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
