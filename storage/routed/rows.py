@@ -192,7 +192,54 @@ class TxRows:
         self._tx.dirty = True
 
 
-class CachedRows:
+class PassRows:
+    """Rows that hand every call to ``inner``: the base of a layer over the rules' rows
+    (``CachedRows``, ``tally.TalliedRows``), which overrides what it changes."""
+
+    def __init__(self, inner: Rows) -> None:
+        self._inner = inner
+
+    @property
+    def read_only(self) -> bool:
+        return self._inner.read_only
+
+    def get(self, table: str, key: str) -> Row | None:
+        return self._inner.get(table, key)
+
+    def insert(self, table: str, row: Row) -> bool:
+        return self._inner.insert(table, row)
+
+    def update(self, table: str, row: Row, expected: int) -> bool:
+        return self._inner.update(table, row, expected)
+
+    def scan(
+        self, table: str, parent: str | None = None, statuses: Collection[str] | None = None
+    ) -> list[Row]:
+        return self._inner.scan(table, parent, statuses)
+
+    def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
+        return self._inner.count(table, parent, statuses)
+
+    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
+        return self._inner.page(table, where, before, limit)
+
+    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
+        return self._inner.tally(table, column, where)
+
+    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
+        return self._inner.with_key_prefix(table, prefix, limit)
+
+    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
+        self._inner.add_counts(table, changes)
+
+    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
+        return self._inner.counted(table, asks)
+
+    def kept(self, table: str) -> dict[FacetKey, int]:
+        return self._inner.kept(table)
+
+
+class CachedRows(PassRows):
     """Point reads of one transaction answered from its own earlier reads and writes.
 
     Rules read a row, check it and write it, often reading it again a step later (the
@@ -203,12 +250,8 @@ class CachedRows:
     """
 
     def __init__(self, inner: Rows) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._seen: dict[tuple[str, str], Row | None] = {}
-
-    @property
-    def read_only(self) -> bool:
-        return self._inner.read_only
 
     def get(self, table: str, key: str) -> Row | None:
         slot = (table, key)
@@ -240,24 +283,5 @@ class CachedRows:
             self._seen[table, row.key] = row
         return rows
 
-    def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
-        return self._inner.count(table, parent, statuses)
-
-    # Listing reads are not remembered: they serve read-only pages, never a write.
-    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
-        return self._inner.page(table, where, before, limit)
-
-    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
-        return self._inner.tally(table, column, where)
-
-    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
-        return self._inner.with_key_prefix(table, prefix, limit)
-
-    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
-        self._inner.add_counts(table, changes)
-
-    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
-        return self._inner.counted(table, asks)
-
-    def kept(self, table: str) -> dict[FacetKey, int]:
-        return self._inner.kept(table)
+    # Listing reads (page, tally, with_key_prefix) are not remembered: they serve
+    # read-only pages, never a write.

@@ -29,10 +29,10 @@ that writes workflow rows past the rules (plain SQL) must count them again
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable
 
 from ..errors import Invalid
-from .rows import FACET_TABLES, TALLY_COLUMNS, FacetKey, Row, RowFilter, Rows
+from .rows import FACET_TABLES, TALLY_COLUMNS, FacetKey, PassRows, Row, RowFilter
 
 # The position of each tally column in a ``FacetKey``.
 POSITION: dict[str, int] = {"parent": 0, "status": 1, "kind": 2, "reason": 3}
@@ -99,7 +99,7 @@ def sums(counts: Iterable[tuple[FacetKey, int]], column: str, where: RowFilter) 
     return {value: n for value, n in out.items() if n}
 
 
-class TalliedRows:
+class TalliedRows(PassRows):
     """The rules' rows, keeping the tally of every ``FACET_TABLES`` table with its
     rows (the module's docstring). Everything else goes straight through.
 
@@ -108,16 +108,6 @@ class TalliedRows:
     leaves the four columns as they were costs none either. A failed insert or update
     (a taken key, a stale generation) wrote nothing and counts nothing.
     """
-
-    def __init__(self, inner: Rows) -> None:
-        self._inner = inner
-
-    @property
-    def read_only(self) -> bool:
-        return self._inner.read_only
-
-    def get(self, table: str, key: str) -> Row | None:
-        return self._inner.get(table, key)
 
     def insert(self, table: str, row: Row) -> bool:
         done = self._inner.insert(table, row)
@@ -133,29 +123,3 @@ class TalliedRows:
             if changes:
                 self._inner.add_counts(table, changes)
         return done
-
-    def scan(
-        self, table: str, parent: str | None = None, statuses: Collection[str] | None = None
-    ) -> list[Row]:
-        return self._inner.scan(table, parent, statuses)
-
-    def count(self, table: str, parent: str, statuses: Collection[str]) -> int:
-        return self._inner.count(table, parent, statuses)
-
-    def page(self, table: str, where: RowFilter, before: str | None, limit: int) -> list[Row]:
-        return self._inner.page(table, where, before, limit)
-
-    def tally(self, table: str, column: str, where: RowFilter) -> dict[str, int]:
-        return self._inner.tally(table, column, where)
-
-    def with_key_prefix(self, table: str, prefix: str, limit: int) -> list[Row]:
-        return self._inner.with_key_prefix(table, prefix, limit)
-
-    def add_counts(self, table: str, changes: Mapping[FacetKey, int]) -> None:
-        self._inner.add_counts(table, changes)
-
-    def counted(self, table: str, asks: Sequence[tuple[str, RowFilter]]) -> list[dict[str, int]]:
-        return self._inner.counted(table, asks)
-
-    def kept(self, table: str) -> dict[FacetKey, int]:
-        return self._inner.kept(table)
