@@ -5,15 +5,14 @@ gigabytes before it could start)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.db import connections
 
 from storage import Binding, Guard, Tx
 from storage.orm import OrmStore
 
 from ..support import FakeClock, make_execution, make_work
+from ..support.plans import plan as plan_of
+from ..support.plans import view_statements
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),
@@ -33,22 +32,16 @@ def test_the_attempts_without_an_executor_are_read_from_their_own_index() -> Non
                 )
 
         store.transact(Guard(), fill)
-        seen: list[tuple[str, Any]] = []
-
-        def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-            if "conduit_execution" in sql:
-                seen.append((sql, list(params)))
-            return execute(sql, params, many, context)
-
-        with connections["view"].execute_wrapper(record):
-            found = store.view(lambda t: t.executions_without_executor(limit=10))
+        found: list[object] = []
+        [(sql, params)] = view_statements(
+            store,
+            lambda t: found.extend(t.executions_without_executor(limit=10)),
+            lambda sql: "conduit_execution" in sql,
+        )
     finally:
         store.close()
 
     assert found == []  # every attempt written through the contract has its executor
-    [(sql, params)] = seen
-    with connections["default"].cursor() as cursor:
-        cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    plan = plan_of(sql, params)
     assert "execution_no_executor" in plan, plan
     assert "SCAN" not in plan.replace("USING INDEX execution_no_executor", ""), plan

@@ -8,8 +8,7 @@ which is why the statement uses the byte-wise pattern operators."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from django.db import connections
@@ -18,6 +17,8 @@ from storage import Guard, Tx
 from storage.orm import OrmStore
 
 from ..support import FakeClock, make_event, make_scope, make_work
+from ..support.plans import plan as plan_of
+from ..support.plans import view_statements
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -29,33 +30,6 @@ def store() -> Iterator[OrmStore]:
     opened.close()
 
 
-def _statements(store: OrmStore, fn: Callable[[Tx], object]) -> list[tuple[str, Any]]:
-    seen: list[tuple[str, Any]] = []
-
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if "~>=~" in sql or ">= %s" in sql:
-            seen.append((sql, list(params)))
-        return execute(sql, params, many, context)
-
-    with connections["view"].execute_wrapper(record):
-        store.view(fn)
-    return seen
-
-
-def _plan(sql: str, params: list[Any]) -> str:
-    connection = connections["default"]
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        cursor.execute("SET enable_seqscan = off")
-        try:
-            cursor.execute("EXPLAIN " + sql, params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("RESET enable_seqscan")
-
-
 def test_each_kind_is_one_indexed_range_read_without_a_sort(store: OrmStore) -> None:
     def fill(t: Tx) -> None:
         t.put_scope(make_scope("needle-scope"))
@@ -64,11 +38,13 @@ def test_each_kind_is_one_indexed_range_read_without_a_sort(store: OrmStore) -> 
             t.accept_event(make_event(f"needle-e{n:02}"))
 
     store.transact(Guard(), fill)
-    statements = _statements(store, lambda t: t.find_ids("needle-0", 5))
+    statements = view_statements(
+        store, lambda t: t.find_ids("needle-0", 5), lambda sql: "~>=~" in sql or ">= %s" in sql
+    )
     assert len(statements) == 7, [s for s, _ in statements]  # one per kind
     vendor = connections["default"].vendor
     for sql, params in statements:
-        plan = _plan(sql, params)
+        plan = plan_of(sql, params)
         if vendor == "sqlite":
             assert " USING " in plan, (sql, plan)
             assert "INDEX" in plan, (sql, plan)

@@ -10,7 +10,6 @@ does, and bitmap scans too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from django.db import connections
@@ -20,6 +19,13 @@ from storage.orm import OrmStore
 
 from ..contract.test_runtime_pages import add_waits
 from ..support import FakeClock, make_timer
+from ..support.plans import plan as plan_of
+from ..support.plans import view_statements
+
+
+def _reads_timers_or_waits(sql: str) -> bool:
+    return "conduit_timer" in sql or "conduit_wait" in sql
+
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -29,37 +35,6 @@ def store() -> Iterator[OrmStore]:
     opened = OrmStore(clock=FakeClock())
     yield opened
     opened.close()
-
-
-def _statements(store: OrmStore, fn: Callable[[Tx], object]) -> list[tuple[str, Any]]:
-    seen: list[tuple[str, Any]] = []
-
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if "conduit_timer" in sql or "conduit_wait" in sql:
-            seen.append((sql, list(params)))
-        return execute(sql, params, many, context)
-
-    with connections["view"].execute_wrapper(record):
-        store.view(fn)
-    return seen
-
-
-def _plan(sql: str, params: list[Any]) -> str:
-    connection = connections["default"]
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        # Bitmap scans priced out too: on 30 rows without statistics the planner takes
-        # one and sorts; the question here is whether the index gives the order.
-        cursor.execute("SET enable_seqscan = off")
-        cursor.execute("SET enable_bitmapscan = off")
-        try:
-            cursor.execute("EXPLAIN " + sql, params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("RESET enable_seqscan")
-            cursor.execute("RESET enable_bitmapscan")
 
 
 def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: OrmStore) -> None:
@@ -89,8 +64,8 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
     }
     vendor = connections["default"].vendor
     for what, fn in reads.items():
-        [(sql, params)] = _statements(store, fn)
-        plan = _plan(sql, params)
+        [(sql, params)] = view_statements(store, fn, _reads_timers_or_waits)
+        plan = plan_of(sql, params, no_bitmap=True)
         # A page reads the index in its own order. A count may read any partial index
         # of the live rows (PostgreSQL counts the whole selection from timer_work, as
         # narrow), never one of every row ever written (wait_work holds ended Waits).

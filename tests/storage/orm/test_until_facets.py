@@ -14,9 +14,8 @@ is recent, or the exhausted Work few."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from django.db import connections
@@ -34,6 +33,13 @@ from storage.orm import OrmStore
 
 from ..contract._helpers import terminate
 from ..support import KIND, FakeClock, make_execution, make_scope, make_work
+from ..support.plans import plan as plan_of
+from ..support.plans import view_statements
+
+
+def _reads_work(sql: str) -> bool:
+    return '"conduit_work"' in sql or "conduit_work " in sql
+
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -62,34 +68,6 @@ def store() -> Iterator[OrmStore]:
     opened.close()
 
 
-def _work_statements(store: OrmStore, fn: Callable[[Tx], object]) -> list[tuple[str, Any]]:
-    """The statements ``fn`` sends that read the Work table."""
-    seen: list[tuple[str, Any]] = []
-
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if '"conduit_work"' in sql or "conduit_work " in sql:
-            seen.append((sql, list(params)))
-        return execute(sql, params, many, context)
-
-    with connections["view"].execute_wrapper(record):
-        store.view(fn)
-    return seen
-
-
-def _plan(sql: str, params: list[Any]) -> str:
-    connection = connections["default"]
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        cursor.execute("SET enable_seqscan = off")
-        try:
-            cursor.execute("EXPLAIN " + sql, params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("RESET enable_seqscan")
-
-
 @pytest.mark.parametrize(
     "query",
     [
@@ -111,15 +89,15 @@ def test_until_alone_reads_only_the_work_updated_since_the_bound(
     expected = store.view(lambda t: select_facets(bounded, t.works()))
     facets: list[WorkFacets] = []
     counts: list[int] = []
-    sent = _work_statements(store, lambda t: facets.append(t.work_facets(bounded)))
-    sent += _work_statements(store, lambda t: counts.append(t.count_works(bounded)))
+    sent = view_statements(store, lambda t: facets.append(t.work_facets(bounded)), _reads_work)
+    sent += view_statements(store, lambda t: counts.append(t.count_works(bounded)), _reads_work)
     assert facets == [expected]
     assert counts == [sum(expected.state.values())]
     # One statement on the Work rows each, bounded below by ``until``.
     assert len(sent) == 2, [sql for sql, _ in sent]
     for sql, params in sent:
         assert until in params, (sql, params)
-        plan = _plan(sql, params)
+        plan = plan_of(sql, params)
         if connections["default"].vendor == "sqlite":
             assert "updated_ns>?" in plan, (sql, plan)
             assert "SCAN" not in plan, (sql, plan)
@@ -155,9 +133,9 @@ def test_the_exhausted_facets_read_only_the_exhausted_work(
     expected = store.view(lambda t: select_facets(query, t.works()))
     assert 0 < expected.exhausted <= 2
     facets: list[WorkFacets] = []
-    sent = _work_statements(store, lambda t: facets.append(t.work_facets(query)))
+    sent = view_statements(store, lambda t: facets.append(t.work_facets(query)), _reads_work)
     assert facets == [expected]
     [(sql, params)] = sent
-    plan = _plan(sql, params)
+    plan = plan_of(sql, params)
     assert "work_exhausted_" in plan, (sql, plan)
     assert "work_facets_triage" not in plan, (sql, plan)

@@ -1,0 +1,53 @@
+"""What the ORM sends and how each engine plans it: the statements a View sends that a
+test is about, and their plan (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN).
+
+PostgreSQL plans from statistics, and on the handful of rows a test writes a
+sequential scan is rightly cheapest: the plan is asked with sequential scans priced
+out (``no_bitmap``: bitmap scans too), so it says whether an index serves the
+statement, which is the question."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections
+
+from storage import Tx
+from storage.orm import OrmStore
+
+Statement = tuple[str, list[Any]]
+
+
+def view_statements(
+    store: OrmStore, fn: Callable[[Tx], object], wanted: Callable[[str], bool]
+) -> list[Statement]:
+    """The statements ``store.view(fn)`` sends whose SQL is ``wanted``, in order."""
+    seen: list[Statement] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if wanted(sql):
+            seen.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    with connections["view"].execute_wrapper(record):
+        store.view(fn)
+    return seen
+
+
+def plan(sql: str, params: list[Any], *, no_bitmap: bool = False) -> str:
+    """The engine's plan of one statement, a line a node."""
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        off = ["enable_seqscan", *(["enable_bitmapscan"] if no_bitmap else [])]
+        for setting in off:
+            cursor.execute(f"SET {setting} = off")
+        try:
+            cursor.execute("EXPLAIN " + sql, params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            for setting in off:
+                cursor.execute(f"RESET {setting}")
