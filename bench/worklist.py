@@ -308,10 +308,12 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
         f"ended Work, {w['attempts']:,} attempts started and {w['events']:,} Events (the "
         f"series count only the window, from indexes), and {w['live']:,} live Work (the "
         "right-now figures come from the tally and the live attempts' and Timers' "
-        "indexes; no record is decoded to select). The worst case, a window that holds "
-        f"the whole history ({w['all_ended']:,} ended Work, {w['all_attempts']:,} "
-        f"attempts, {w['all_events']:,} Events), counts index ranges only: an attempt's "
-        "Scope is a column of its row (migration 0011), no attempt's Work is looked up."
+        "indexes; no record is decoded to select). A window that holds the whole history "
+        f"({w['all_ended']:,} ended Work, {w['all_attempts']:,} attempts, "
+        f"{w['all_events']:,} Events) takes each bucket's whole days from the series tally "
+        "(per-day counts the rules keep in the write transaction, "
+        "`storage/meaning/series_tally.py`) and counts from indexes only the part of a day "
+        "at each end of a bucket that the console's day-aligned buckets never have."
     )
     slowest = max(t[name].median for name in DASHBOARDS)
     section.targets.append(
