@@ -28,10 +28,11 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 # beside the records (the Work tally, an attempt's Scope column): a format-5 process
 # would write Work and attempts without them, leaving facet counts and dashboards
 # wrong, so it must stop writing once format-6 code has opened the store; 7 no field
-# but the series tally and the Work tally's margins every write keeps (migrations 0014
-# and 0015): a format-6 process would accept Events, claim attempts and move Work
-# without them, leaving the dashboards' long windows and the unfiltered facets wrong,
-# so it must stop writing once format-7 code has opened the store.
+# but the series tally, the Work tally's margins and the routed workflow tally every
+# write keeps (migrations 0014-0016): a format-6 process would accept Events, claim
+# attempts, move Work and admit workflows without them, leaving the dashboards' long
+# windows and the lists' facets wrong, so it must stop writing once format-7 code has
+# opened the store (routed writes go through the same admission check).
 RECORD_FORMAT = 7
 SCHEMA_VERSION = 1
 
