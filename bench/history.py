@@ -66,6 +66,7 @@ def reused(ws: Workspace, name: str, built: dict[str, Any]) -> DataDir | None:
     if json.loads(marker.read_text()) != built:
         return None
     log(f"reusing {data.path} ({built})")
+    ws.reused.append(name)
     manage(data, "migrate", "--noinput", "-v", "0")
     child(data, "history.rebuild_tally")
     checkpoint(data)

@@ -75,6 +75,7 @@ class Workspace:
 
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="conduit-bench-")))
     keep: bool = False
+    reused: list[str] = field(default_factory=list)  # folders an earlier run built
 
     def fresh(self, name: str) -> DataDir:
         path = self.root / name

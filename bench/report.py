@@ -142,6 +142,7 @@ def write(
     sections: list[Section],
     started: dt.datetime,
     seconds: float,
+    reused: str = "",
 ) -> None:
     out = [
         "# Conduit Console benchmarks",
@@ -149,7 +150,8 @@ def write(
         f"{mode} run of `{command}`, {started:%Y-%m-%d %H:%M} UTC, {seconds / 60:.1f} min. "
         "Benchmarks, not tests: a target missed here fails nothing; every figure is "
         "the median of its repetitions with the spread (min-max) beside it, and every "
-        "baseline was measured in the same run on the same machine.",
+        "baseline was measured in the same run on the same machine."
+        + (f" {reused}" if reused else ""),
         "",
         "## Machine",
         "",

@@ -58,5 +58,6 @@ def test_a_kept_history_is_reused_only_when_built_with_the_same_sizes(tmp_path: 
     again = history.reused(kept, "history-x", built)
     assert again is not None
     assert again.db == data.db
+    assert kept.reused == ["history-x"]  # the report names what it did not build
     assert history.reused(kept, "history-x", {**built, "works": 600}) is None
     assert history.reused(kept, "history-y", built) is None
