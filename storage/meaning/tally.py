@@ -173,7 +173,7 @@ def complements(query: WorkQuery) -> bool:
     return (
         query.updated_before is not None
         and query.updated_since is None
-        and answers(replace(query, updated_before=None))
+        and answers(unbounded(query))
     )
 
 
