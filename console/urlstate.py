@@ -53,6 +53,11 @@ def cleared(name: str, *, timed: bool = False) -> dict[str, Any]:
     return {name: "", f"{name}_ns": None} if timed else {name: ""}
 
 
+# A keyset column holds a 64-bit time, so a larger one is no position on a page whose
+# cursor reaches a column as it is (the Work list and run records bound theirs first).
+MAX_KEY_TIME = 2**63 - 1
+
+
 def format_key(key: WorkKey) -> str:
     return f"{key.time}.{key.id}"
 

@@ -18,6 +18,7 @@ from django.http import QueryDict
 
 from console.urlstate import (
     DEFAULT_PAGE_SIZE,
+    MAX_KEY_TIME,
     FilterError,
     cleared,
     format_key,
@@ -122,6 +123,6 @@ def parse_execution_cursor(data: QueryDict) -> ExecutionKey | None:
     if not raw:
         return None
     key = parse_key(raw)  # Execution IDs may contain dots; the time never does
-    if key is None:
+    if key is None or key.time > MAX_KEY_TIME:
         raise FilterError({"after": f"{raw!r} is not a page position (<time>.<ID>)."})
     return ExecutionKey(key.time, key.id)

@@ -11,6 +11,7 @@ from django.http import QueryDict
 
 from console.urlstate import (
     DEFAULT_PAGE_SIZE,
+    MAX_KEY_TIME,
     SINCE_HELP,
     TIME_FILTERS,
     FilterError,
@@ -84,11 +85,6 @@ def parse_older(raw: str) -> int:
     return int(match.group(1)) * _AGE_NS[match.group(2)]
 
 
-# Keyset positions ``<time ns>.<ID>`` (``urlstate.format_key``): a column holds a
-# 64-bit time, so a larger one is no position on these pages.
-_MAX_TIME = 2**63 - 1
-
-
 @dataclass(frozen=True, slots=True)
 class PageCursor:
     """Where a Waits or Timers page starts: after a row (``after=``: the next page)
@@ -109,7 +105,7 @@ def parse_page_cursor(data: QueryDict) -> PageCursor:
     for name in ("after", "before"):
         raw = data.get(name, "")
         key = parse_key(raw) if raw else None
-        if raw and (key is None or key.time > _MAX_TIME):
+        if raw and (key is None or key.time > MAX_KEY_TIME):
             raise FilterError({name: f"{raw!r} is not a page position (<time>.<ID>)."})
         keys[name] = key
     if keys["after"] is not None and keys["before"] is not None:

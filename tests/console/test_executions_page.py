@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 from django.db import connections
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from storage import Execution, Tx, seconds
 from tests.console import factories as f
@@ -117,3 +119,36 @@ def test_waits_show_their_works_kind_and_scope(as_alice) -> None:
     html = as_alice.get("/waits").content.decode()
     assert '<td class="mono">billing.approve</td>' in html
     assert '<td class="mono">acme</td>' in html
+
+
+# Times past 64 bits, signs, digits Python reads but a column does not, NUL and lone
+# surrogates, dots in the ID: the cursors of the runtime pages.
+_CURSOR_TIMES = st.one_of(
+    st.integers(min_value=0, max_value=2**70).map(str),
+    st.sampled_from(["", "-1", "²", "٣", "1e9", " 1", str(2**63 - 1), str(2**63)]),
+)
+_CURSOR_IDS = st.text(min_size=0, max_size=300)
+
+
+@settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    path=st.sampled_from(["/executions", "/waits", "/timers"]),
+    name=st.sampled_from(["after", "before"]),
+    time=_CURSOR_TIMES,
+    key_id=_CURSOR_IDS,
+)
+@example(path="/executions", name="after", time="99999999999999999999", key_id="x")
+def test_no_cursor_gives_a_500(as_alice, path: str, name: str, time: str, key_id: str) -> None:
+    raw = f"{time}.{key_id}"
+    response = as_alice.get(path, {name: raw})
+
+    assert response.status_code in (200, 400), (path, name, raw)
+    read = name == "after" or path != "/executions"  # the Executions page pages forward only
+    if read and time.isascii() and time.isdigit() and int(time) > 2**63 - 1 and key_id:
+        assert response.status_code == 400, (path, name, raw)
