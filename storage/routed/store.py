@@ -7,8 +7,10 @@ operations in one. The methods are the spec's DeploymentStore, RunStore,
 WorkflowStore and CheckpointStore in snake_case; reads return ``Stored`` (record and
 generation) for every mutable record.
 
-Opening checks the schema stamp of the routed-run data before anything else: an
-unknown or newer one is ``UnknownSchemaVersion`` and nothing is written.
+Opening checks the schema stamp of the routed-run data before anything else, in a
+View (opening never writes, so reads work on a read-only database): an unknown or
+newer one is ``UnknownSchemaVersion`` and nothing is written; a missing or older one
+is stamped by the first write transaction.
 """
 
 from __future__ import annotations
@@ -112,7 +114,9 @@ class RoutedStore:
         self._registry = registry or default_registry()
         self._rules_class = rules
         self._fault = fault
-        self.transact(self._check_stamp)
+        # Opening only reads (a View): a page that opens the store must work on a
+        # read-only database. A missing or older stamp is written by the first write.
+        self._stamped = self.view(self._check_stamp)
 
     def _rules(self, tx: Any) -> RoutedRules:
         # The tally above the cache: an update's previous row is the one the rule read.
@@ -122,23 +126,46 @@ class RoutedStore:
             rules.fault = self._fault
         return rules
 
-    def _check_stamp(self, rules: RoutedRules) -> None:
+    def _check_stamp(self, rules: RoutedRules) -> bool:
+        """True when the data is stamped with this code's version; False when it is
+        unstamped (a fresh database) or stamped older with a known migration, for the
+        first write to stamp; ``UnknownSchemaVersion`` when unknown or newer."""
         stamp = rules._read(META, "schema")
         if stamp is None:
-            rules._create(META, SchemaStamp())
-            return
+            return False
         found = stamp.record.schema_version
         if found == SCHEMA_VERSION:
-            return
+            return True
         if not self._registry.needs_migration(found):
             raise UnknownSchemaVersion(
                 f"routed-run data is stamped {found!r}; this code reads {SCHEMA_VERSION}"
             )
-        rules._replace(META, SchemaStamp(), stamp.generation)  # reads migrate each record
+        return False
+
+    def _write_stamp(self, rules: RoutedRules) -> None:
+        """Inside a write transaction: check the stamp again (another process may
+        have written one since the open) and write ours if it is missing or older."""
+        if self._check_stamp(rules):
+            return
+        stamp = rules._read(META, "schema")
+        if stamp is None:
+            rules._create(META, SchemaStamp())
+        else:
+            rules._replace(META, SchemaStamp(), stamp.generation)  # reads migrate each record
 
     def transact(self, callback: Callable[[RoutedRules], T]) -> T:
         """Run ``callback`` with the rules in one contract transaction."""
-        return self.store.transact(Guard(clock=self._clock), lambda tx: callback(self._rules(tx)))
+        stamped = self._stamped
+
+        def run(tx: Any) -> T:
+            rules = self._rules(tx)
+            if not stamped:
+                self._write_stamp(rules)
+            return callback(rules)
+
+        result = self.store.transact(Guard(clock=self._clock), run)
+        self._stamped = True
+        return result
 
     def view(self, callback: Callable[[RoutedRules], T]) -> T:
         """Run ``callback`` with the rules on one read-only snapshot."""

@@ -167,3 +167,21 @@ def snapshot(routed: RoutedStore) -> dict[str, list[tuple[str, str, int]]]:
     return routed.view(
         lambda r: {t: [(x.key, x.body, x.generation) for x in r.rows.scan(t)] for t in TABLES}
     )
+
+
+def written(store: Any) -> object:
+    """What a write would change, to compare before and after a read: the double's
+    published state (a commit replaces it, whatever it wrote) or, on the ORM, the
+    contract's metadata rows (every commit moves the clock row) and the routed ones."""
+    from storage.memory import MemoryStore
+
+    if isinstance(store, MemoryStore):
+        state = store._state
+        return (id(state), state.version, state.last_now)
+    from django.db import connections
+
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT key, value FROM conduit_meta ORDER BY key")
+        meta = cursor.fetchall()
+        cursor.execute("SELECT key, body, generation FROM conduit_routed_meta ORDER BY key")
+        return (meta, cursor.fetchall())
