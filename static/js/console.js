@@ -165,7 +165,8 @@
   });
 
   /* Compact confirmations: one open at a time; "Keep it" closes it; a refused form
-     (400: no reason) is shown again in place, which htmx does not swap by itself. */
+     (400: no reason) or a stale one (409: "changed since you loaded it", the
+     confirmation re-read) is shown again in place, which htmx does not swap by itself. */
   document.addEventListener("click", function (evt) {
     var t = evt.target;
     if (!t.closest) return;
@@ -182,13 +183,27 @@
       table.querySelectorAll("[data-inline-confirm]").forEach(function (r) { r.remove(); });
     }
   });
+  function isConfirmation(html) {
+    // A <template> parses a lone <tr> as written (a document body would drop it).
+    var scratch = document.createElement("template");
+    scratch.innerHTML = html;
+    var first = scratch.content.firstElementChild;
+    return !!(first && first.hasAttribute("data-inline-confirm"));
+  }
   document.addEventListener("htmx:beforeSwap", function (evt) {
     var xhr = evt.detail.xhr;
-    if (xhr && xhr.status === 400 && evt.detail.elt && evt.detail.elt.closest &&
-        evt.detail.elt.closest("[data-inline-confirm]")) {
-      evt.detail.shouldSwap = true;
-      evt.detail.isError = false;
-    }
+    if (!xhr || (xhr.status !== 400 && xhr.status !== 409)) return;
+    // Asked of the element that sent the request (the confirmation's form), not of
+    // detail.elt: htmx 2 fires beforeSwap on the swap target, which for a routed
+    // confirmation is its slot (.routed-confirm-slot), outside the confirmation.
+    var config = evt.detail.requestConfig;
+    var sender = config && config.elt;
+    if (!sender || !sender.closest || !sender.closest("[data-inline-confirm]")) return;
+    // Only the confirmation itself comes back in place; an error page (a storage
+    // conflict) is not a fragment to put in a table row.
+    if (!isConfirmation(xhr.responseText)) return;
+    evt.detail.shouldSwap = true;
+    evt.detail.isError = false;
   });
 
   /* A bulk run: while its POST runs, its progress region polls the run's progress
@@ -471,20 +486,6 @@
     window.htmx.trigger(region, "consolewake");
   });
   /* ---- end of polling stamps and calm lists ---- */
-})();
-
-/* ---------------------------------------------------------------- routed-run controls (ractions)
-   A routed-run confirmation opened in place: a stale form (409, "changed since you
-   loaded it") comes back as the re-read confirmation; show it in place like a 400. */
-(function () {
-  document.addEventListener("htmx:beforeSwap", function (evt) {
-    var xhr = evt.detail.xhr;
-    var elt = evt.detail.elt;
-    if (xhr && xhr.status === 409 && elt && elt.closest && elt.closest(".inline-confirm.routed")) {
-      evt.detail.shouldSwap = true;
-      evt.detail.isError = false;
-    }
-  });
 })();
 
 /* ---------------------------------------------------------------- keyboard (views)
