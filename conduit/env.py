@@ -6,6 +6,7 @@ deployment stops the process at startup instead of changing behaviour quietly.
 """
 
 import os
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -68,6 +69,24 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if not items:
         raise ImproperlyConfigured(f"{name} must be a comma-separated list, got {raw!r}")
     return items
+
+
+def env_networks(name: str) -> list[IPv4Network | IPv6Network]:
+    """A comma-separated list of addresses and networks (``10.0.0.5``, ``10.0.0.0/24``,
+    ``::1``); unset or empty means none. Host bits set under a prefix
+    (``10.0.0.5/24``) are refused: they would trust a wider network than written."""
+    raw = os.environ.get(name, "")
+    networks = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            networks.append(ip_network(item))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must list IP addresses or networks (such as 10.0.0.0/24), got {item!r}"
+            ) from None
+    return networks
 
 
 def env_database_url(name: str) -> PostgresUrl | None:

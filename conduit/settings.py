@@ -25,6 +25,7 @@ from conduit.env import (
     env_database_url,
     env_int,
     env_list,
+    env_networks,
     env_path,
     env_str,
 )
@@ -74,6 +75,25 @@ else:
 
 ALLOWED_HOSTS = env_list("CONDUIT_ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
 
+# ---------------------------------------------------------------- behind a proxy
+#
+# The reverse proxies in front of the console: only a connection from one of these is
+# believed about the client's address (X-Forwarded-For) and scheme (X-Forwarded-Proto);
+# conduit/proxy.py reads them. Empty: no proxy, the connection's address is the client.
+TRUSTED_PROXIES = env_networks("CONDUIT_TRUSTED_PROXIES")
+if env_bool("CONDUIT_PROXY_SSL_HEADER", False):
+    if not TRUSTED_PROXIES:
+        raise ImproperlyConfigured(
+            "CONDUIT_PROXY_SSL_HEADER=true needs CONDUIT_TRUSTED_PROXIES: the proxies "
+            "whose X-Forwarded-Proto is believed"
+        )
+    # The proxy terminates TLS and says so; conduit.proxy drops the header from
+    # anyone else, so a direct client cannot claim HTTPS.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Origins other than the request's own Host that may POST (a proxy that rewrites Host);
+# scheme included: https://console.example.com.
+CSRF_TRUSTED_ORIGINS = env_list("CONDUIT_CSRF_TRUSTED_ORIGINS", [])
+
 CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
 # The run page decodes node outputs with the value codecs of whoever wrote the runs: a
 # dotted path to a callable returning a storage.runs.ValueCatalog (or Codecs). The
@@ -96,6 +116,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: nothing may read X-Forwarded-Proto before an untrusted one is dropped.
+    "conduit.proxy.ForwardedFromTrustedProxies",
     "django.middleware.security.SecurityMiddleware",
     # WhiteNoise serves static files before sessions and auth do any work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -296,12 +318,15 @@ if TESTING:
 # alone, a stranger could lock any operator out from anywhere. After AXES_FAILURE_LIMIT
 # failures that pair is refused (429, registration/locked_out.html) until the cool-off
 # passes; a failure meanwhile restarts it; a success clears the count. The address is
-# REMOTE_ADDR: behind a reverse proxy, configure the proxy to pass the client's.
+# the client's as conduit.proxy.client_address finds it: the connection's own, or
+# behind a trusted proxy (CONDUIT_TRUSTED_PROXIES) the right-most X-Forwarded-For entry
+# that is not one; never what a client says of itself.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "conduit.proxy.client_address"
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_RESET_ON_SUCCESS = True
@@ -356,6 +381,12 @@ SECURE_CSP = {
 }
 CSRF_FAILURE_VIEW = "console.misc.csrf_failure"
 X_FRAME_OPTIONS = "DENY"
+# Scripts never read either cookie (htmx sends the token from the page, base.html), and
+# neither goes with a cross-site POST or a subresource from another site.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
@@ -364,9 +395,18 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env_bool("CONDUIT_SSL_REDIRECT", True)
     # Readiness probes speak plain HTTP on the loopback interface.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = env_int("CONDUIT_HSTS_SECONDS", 31_536_000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CONDUIT_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("CONDUIT_HSTS_PRELOAD", False)
+    # check --deploy's W005 and W021 ask for both; each binds every subdomain of the
+    # console's domain (preload for good, in browsers' built-in lists), which is the
+    # domain owner's choice, not the console's. Off by default, so their reminders are
+    # silenced; switched on, Django has nothing to warn about.
+    SILENCED_SYSTEM_CHECKS = [
+        *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+        *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+    ]
 
 # ---------------------------------------------------------------- logging
 
