@@ -18,7 +18,7 @@ from console.polling import polled_view
 from console.routed.reads import NEAR_CEILING, routed_rules
 from storage import Tx
 from storage.errors import StorageError
-from storage.routed.enums import WorkflowStatus
+from storage.routed.enums import ControlCommand, WorkflowStatus
 from storage.routed.envelope import TimeEnvelope, active_time_remaining_ms, consumed_ms
 from storage.routed.errors import RoutedNotFound
 from storage.routed.ids import WorkflowID
@@ -44,6 +44,7 @@ from storage.routed.records import (
     WorkflowRecord,
 )
 from storage.routed.rules import RoutedRules
+from storage.routed.transitions import is_terminal
 
 VERIFIED_ATTEMPTS = 5
 
@@ -60,6 +61,11 @@ class EnvelopeBar:
     running: bool
     authority_generation: int
     cancellation_generation: int
+    # The workflow has ended: its envelope is history, not a countdown. An ended
+    # workflow is never "near its ceiling" and shows no percentage (an expired one
+    # would read "(100%)", as if it still ran at its limit).
+    ended: bool = False
+    expired: bool = False
 
     @property
     def consumed_pct(self) -> int:
@@ -69,7 +75,9 @@ class EnvelopeBar:
 
     @property
     def near(self) -> bool:
-        return self.ceiling_ms > 0 and self.consumed_ms >= NEAR_CEILING * self.ceiling_ms
+        if self.ended or self.ceiling_ms <= 0:
+            return False
+        return self.consumed_ms >= NEAR_CEILING * self.ceiling_ms
 
 
 def envelope_bar(env: TimeEnvelope, now_ms: int, status: WorkflowStatus) -> EnvelopeBar:
@@ -82,6 +90,8 @@ def envelope_bar(env: TimeEnvelope, now_ms: int, status: WorkflowStatus) -> Enve
         running=env.running_segment_start_ms is not None,
         authority_generation=env.lifecycle_authority_generation,
         cancellation_generation=env.cancellation_generation,
+        ended=is_terminal(status),
+        expired=status is WorkflowStatus.EXPIRED,
     )
 
 
@@ -137,6 +147,8 @@ class WorkflowDetail:
     amendments: list[LimitAmendment]
     provenance: RestartProvenance | None
     restarted_as: list[str]  # workflows restarted from this one
+    # The applied continue that came after a desired pause (see ``_continued``).
+    continued: ControlRequest | None = None
 
 
 def _optional[T](fn: object, *args: object) -> T | None:
@@ -210,8 +222,30 @@ def _build(r: RoutedRules, wf_id: WorkflowID, now: int, stamp: str) -> WorkflowD
         provenance=_optional(r.get_restart_provenance, wf_id),
         restarted_as=r.restarted_from(wf_id),
     )
+    detail.continued = _continued(detail)
     _verify_journals(detail)
     return detail
+
+
+def _continued(detail: WorkflowDetail) -> ControlRequest | None:
+    """The continue applied after the desired pause, if one was: the store keeps the
+    desired state of pause, resume and cancel requests only, so a workflow paused at
+    its boundary and then continued (out of PAUSED or NEEDS_REPLAN, back to RUNNING)
+    still has "pause" desired. The page shows the continue as the operator's last
+    word instead, with the pause it ended; a cancel's precedence is never overruled."""
+    desired = detail.desired
+    if desired is None or desired.desired_command is not ControlCommand.PAUSE:
+        return None
+    later = [
+        e.request
+        for e in detail.controls
+        if e.request.command is ControlCommand.CONTINUE
+        and e.result is not None
+        and e.result.applied
+        and e.request.created_at >= desired.created_at
+        and e.request.control_request_id != desired.control_request_id
+    ]
+    return max(later, key=lambda q: q.created_at, default=None)
 
 
 def _receipt(r: RoutedRules, wf: WorkflowRecord) -> InvocationReceipt | None:

@@ -1,6 +1,7 @@
 """The Workflows list's filter, read from and written to its URL.
 
-``status``, ``kind``, ``deployment`` and ``reason`` each repeat (any of the values);
+``status``, ``kind``, ``deployment`` and ``reason`` each repeat (any of the values;
+a status or reason in either case);
 ``q`` is a routed-run ID or prefix of any kind (workflow, run, attempt, node,
 invocation, service, handoff, child batch, deployment: ``storage.routed`` finds the
 workflows it belongs to); ``size`` is the page size and ``after`` the workflow ID the
@@ -110,6 +111,10 @@ def parse_workflow_filter(data: QueryDict) -> WorkflowFilter:
     """A WorkflowFilter from query parameters; FilterError naming each bad one."""
     errors: dict[str, str] = {}
     found = {name: _values(data, name, errors) for name in FACET_PARAMS}
+    # A status or reason is a name of its enum; the facets show statuses lower case
+    # ("running"), so either case is the same filter, kept upper case in the URL.
+    for name in ("status", "reason"):
+        found[name] = tuple(dict.fromkeys(v.upper() for v in found[name]))
     bad = [s for s in found["status"] if s not in STATUSES]
     if bad and "status" not in errors:
         errors["status"] = f"Unknown status {bad[0]!r}; one of {', '.join(STATUSES)}."

@@ -117,7 +117,7 @@ def test_an_operator_pauses_resumes_amends_cancels_and_restarts(
     expect(page.locator("#provenance")).to_have_text(failed)
     page.locator("#provenance").click()
     expect(page).to_have_url(f"{live_server.url}/routed/workflows/{failed}")
-    expect(page.locator("#control-history")).to_contain_text("restarted as")
+    expect(page.locator("#control-history")).to_contain_text(f"restarted {failed} →")
     assert console_errors == []
 
 
