@@ -113,6 +113,7 @@ class Tx(Protocol):
         newest_first: bool = False,
         sources: Sequence[str] = (),
         types: Sequence[str] = (),
+        actors: Sequence[str] = (),
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,

@@ -26,6 +26,8 @@ class EventScan:
     caused_by: str | None = None
     sources: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    # Any of these actors (``Event.actor``: "operator:alice"); () is off.
+    actors: tuple[str, ...] = ()
     # Acceptance time in [received_since, received_before); None: unbounded.
     received_since: Nanos | None = None
     received_before: Nanos | None = None
@@ -46,6 +48,7 @@ class EventScan:
             and (self.caused_by is None or e.causation_id == self.caused_by)
             and (not self.sources or e.source in self.sources)
             and (not self.types or e.type in self.types)
+            and (not self.actors or e.actor in self.actors)
             and (self.received_since is None or e.received_at >= self.received_since)
             and (self.received_before is None or e.received_at < self.received_before)
         )

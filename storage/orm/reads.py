@@ -34,7 +34,7 @@ from ..meaning import series_tally
 from ..meaning.events import EventScan
 from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
-from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, WorkRow
+from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, JsonText, WorkRow
 from ..records import (
     LIVE_EXECUTION_STATES,
     Buckets,
@@ -211,6 +211,9 @@ class OrmReads(OrmFacets):
             qs = qs.filter(source__in=list(scan.sources))
         if scan.types:
             qs = qs.filter(type__in=list(scan.types))
+        if scan.actors:
+            # By the event_actor expression index (migration 0019, the same spelling).
+            qs = qs.alias(actor=JsonText("actor")).filter(actor__in=list(scan.actors))
         if scan.received_since is not None or scan.received_before is not None:
             qs = self._received_between(qs, scan.received_since, scan.received_before)
         rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*EVENT_FIELDS)

@@ -148,6 +148,7 @@ class EventRules(TxBase):
         newest_first: bool = False,
         sources: Sequence[str] = (),
         types: Sequence[str] = (),
+        actors: Sequence[str] = (),
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
@@ -161,7 +162,8 @@ class EventRules(TxBase):
         buckets; by the acceptance-time index); ascending or newest first; at most
         ``limit``. Every filter is
         served by an index ending in the sequence, so a page costs what it returns."""
-        for values, what in ((sources, "sources"), (types, "types"), (scope_ids, "scope_ids")):
+        named = {"sources": sources, "types": types, "actors": actors, "scope_ids": scope_ids}
+        for what, values in named.items():
             if isinstance(values, str):
                 raise Invalid(f"find_events {what} takes a sequence, not a string")
         scan = EventScan(
@@ -171,6 +173,7 @@ class EventRules(TxBase):
             newest_first=newest_first,
             sources=tuple(sources),
             types=tuple(types),
+            actors=tuple(actors),
             scope_ids=None if scope_ids is None else tuple(scope_ids),
             work_id=work_id or None,
             unrouted=unrouted,

@@ -313,3 +313,32 @@ def test_find_events_filters_pages_and_orders(store: Store, clock: FakeClock) ->
     assert find(after=seq["e1"], limit=2) == ["e2", "e3"], "find_events: paging forward"
     fails(store, Invalid, lambda t: t.find_events(limit=-1), "find_events: negative limit")
     fails(store, Invalid, lambda t: t.find_events(sources="github.acme"), "find_events: a string")
+
+
+def test_find_events_selects_by_actor(store: Store, clock: FakeClock) -> None:
+    """The audit by person: ``actors`` keeps the Events any of them caused (an actor is
+    kept on core.manual and core.action Events only), newest first, paged by sequence,
+    with the other filters; an actor no Event has selects nothing."""
+    rows = [  # id, source, actor
+        ("m1", "core.manual", "operator:alice"),
+        ("m2", "core.manual", "operator:bob"),
+        ("h1", "github.acme", "operator:alice"),  # dropped at acceptance: not kept
+        ("m3", "core.manual", "operator:alice"),
+        ("a1", "core.action", "caller:ci"),
+    ]
+    tx(
+        store,
+        lambda t: [t.accept_event(make_event(i, source=s, actor=a)) for i, s, a in rows],
+    )
+
+    def find(**kw: object) -> list[str]:
+        return tx(store, lambda t: ids(t.find_events(**kw)))  # type: ignore[arg-type]
+
+    alice = ["operator:alice"]
+    assert find(actors=alice, newest_first=True) == ["m3", "m1"], "find_events: one actor"
+    assert find(actors=[*alice, "caller:ci"]) == ["m1", "m3", "a1"], "find_events: any of"
+    assert find(actors=alice, types=["nope"]) == [], "find_events: actor and type"
+    assert find(actors=["operator:carol"]) == [], "find_events: an actor with no Event"
+    seq = {e.id: e.sequence for e in tx(store, lambda t: t.events())}
+    assert find(actors=alice, before=seq["m3"], newest_first=True, limit=1) == ["m1"]
+    fails(store, Invalid, lambda t: t.find_events(actors="operator:alice"), "actors: a string")
