@@ -37,6 +37,7 @@ urlpatterns = [
     path("actions/bulk/progress", bulk.bulk_progress, name="bulk_progress"),
     path("events", events.event_list, name="events"),
     path("events/<id:event_id>", events.event_detail, name="event_detail"),
+    path("operators/<id:name>", events.operator_actions, name="operator"),
     path("executions", runtime.executions, name="executions"),
     path(
         "executions/<id:execution_id>/artifacts/<str:artifact_id>",

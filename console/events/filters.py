@@ -1,7 +1,9 @@
 """The Events stream's filter and its acceptance-sequence cursor, read from URLs.
 
-``source``, ``type``, ``scope``, ``within`` (a Scope and its descendants) and ``work``
-narrow the stream, ``unrouted=1`` keeps the Events no route has taken yet, ``since``
+``source``, ``type``, ``scope``, ``within`` (a Scope and its descendants), ``work`` and
+``actor`` (who caused it: ``operator:alice``, or a bare ``alice`` for that operator)
+narrow the stream, ``mine=1`` keeps the signed-in operator's own actions,
+``unrouted=1`` keeps the Events no route has taken yet, ``since``
 and ``until`` bound the acceptance time, and ``before`` / ``after`` (a sequence number,
 not a time) page through it.
 """
@@ -19,7 +21,15 @@ from console.urlstate import TIME_FILTERS, FilterError, cleared, parse_times, qu
 EVENT_PAGE_SIZE = 50
 
 
-EVENT_TEXTS = ("source", "type", "scope", "within", "work")
+EVENT_TEXTS = ("source", "type", "scope", "within", "work", "actor")
+# The actor an operator's console actions record (``storage.ops.manual.record``).
+OPERATOR = "operator:"
+
+
+def actor_of(value: str) -> str:
+    """The actor a typed ``actor`` filter means: ``kind:id`` as typed, a bare name the
+    operator of that name (what an operator types is a colleague's username)."""
+    return value if ":" in value else OPERATOR + value
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +43,8 @@ class EventFilter:
     scope: str = ""
     within: str = ""
     work: str = ""
+    actor: str = ""
+    mine: bool = False
     unrouted: bool = False
     since: str = ""
     since_ns: int | None = None
@@ -42,9 +54,17 @@ class EventFilter:
     def params(self) -> list[tuple[str, str]]:
         out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
         out = [(n, v) for n, v in out if v]
+        if self.mine:
+            out.append(("mine", "1"))
         if self.unrouted:
             out.append(("unrouted", "1"))
         return out
+
+    def actors(self, username: str) -> list[str]:
+        """The actors selected: the typed one, or the signed-in operator's (mine)."""
+        if self.mine:
+            return [OPERATOR + username]
+        return [actor_of(self.actor)] if self.actor else []
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
         return querystring([*self.params(), *extra])
@@ -56,15 +76,28 @@ class EventFilter:
     def without(self, name: str) -> EventFilter:
         if name == "unrouted":
             return replace(self, unrouted=False)
+        if name == "mine":
+            return replace(self, mine=False)
         if name in TIME_FILTERS:
             return replace(self, **cleared(name, timed=True))
         return replace(self, **cleared(name))
 
     def chips(self) -> list[tuple[str, str, str]]:
         return [
-            (name, value if name != "unrouted" else "only", self.without(name).querystring())
+            (name, FLAGS.get(name, value), self.without(name).querystring())
             for name, value in self.params()
         ]
+
+
+# The flags' chip text.
+FLAGS = {"unrouted": "only", "mine": "my actions"}
+
+
+def _flag(name: str, data: QueryDict, errors: dict[str, str], help: str) -> bool:
+    raw = data.get(name, "")
+    if raw not in ("", "0", "off", "false", "1", "on", "true"):
+        errors[name] = f"{name} is 1 or 0 (on or off): {help}"
+    return raw in ("1", "on", "true")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +113,10 @@ def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[Even
     errors: dict[str, str] = {}
     texts: dict[str, Any] = {n: text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
     times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
-    unrouted = data.get("unrouted", "") in ("1", "on", "true")
-    if data.get("unrouted", "") not in ("", "0", "off", "false", "1", "on", "true"):
-        errors["unrouted"] = "unrouted is 1 or 0 (on or off): only Events no Work took, or all."
+    unrouted = _flag("unrouted", data, errors, "only Events no Work took, or all.")
+    mine = _flag("mine", data, errors, "only your own actions, or everyone's.")
+    if mine and texts["actor"]:
+        errors["mine"] = "Give actor or mine (your own actions), not both."
     cursor = {}
     for name in ("before", "after"):
         raw = data.get(name, "")
@@ -94,4 +128,4 @@ def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[Even
         errors["after"] = "Give either after or before, not both."
     if errors:
         raise FilterError(errors)
-    return EventFilter(unrouted=unrouted, **texts, **times), SeqCursor(**cursor)
+    return EventFilter(unrouted=unrouted, mine=mine, **texts, **times), SeqCursor(**cursor)

@@ -22,10 +22,13 @@ class EventPage:
     newer: int  # "after" cursor of the newer page, 0 when this is the newest
 
 
-def read_events(f: EventFilter, cursor: SeqCursor, size: int, seen: str = "") -> EventPage | None:
+def read_events(
+    f: EventFilter, cursor: SeqCursor, size: int, seen: str = "", actors: list[str] | None = None
+) -> EventPage | None:
     """A page of the stream, newest first: one indexed ``find_events`` read of at most
     ``size + 1`` Events (the extra one says whether another page exists), after the
-    Scopes when ``within`` is set."""
+    Scopes when ``within`` is set. ``actors``: only Events any of them caused (by the
+    event_actor index)."""
 
     def build(tx: Tx, stamp: str) -> EventPage:
         scope_ids = [f.scope] if f.scope else None
@@ -35,6 +38,7 @@ def read_events(f: EventFilter, cursor: SeqCursor, size: int, seen: str = "") ->
         search: dict[str, Any] = {
             "sources": [f.source] if f.source else [],
             "types": [f.type] if f.type else [],
+            "actors": actors or [],
             "scope_ids": scope_ids,
             "work_id": f.work,
             "unrouted": f.unrouted,

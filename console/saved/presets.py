@@ -70,6 +70,13 @@ PRESETS: tuple[Preset, ...] = (
         _page("waits", "?older=1h"),
     ),
     Preset(
+        "my-actions-24h",
+        "My actions in the last 24 h",
+        "Your cancels and retries with their reasons, newest first",
+        # "mine" is whoever opens it: one URL for every operator.
+        _page("events", "?mine=1&since=24h"),
+    ),
+    Preset(
         "timers-overdue",
         "Timers overdue",
         "Timers due now or overdue",

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from django import template
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeData, SafeString, mark_safe
 
@@ -132,6 +133,19 @@ def reason_of(payload: Payload | None) -> str:
     except ValueError:
         return ""
     return str(data.get("reason", "")) if isinstance(data, dict) else ""
+
+
+@register.simple_tag
+def actor_link(actor: str) -> SafeString:
+    """Who caused an Event: an operator's actor links to their page (what they did),
+    any other actor is plain text, none a dash."""
+    if not actor:
+        return mark_safe('<span class="muted">—</span>')
+    kind, _, name = actor.partition(":")
+    if kind != "operator" or not name:
+        return format_html('<span class="mono">{}</span>', visible(actor))
+    url = reverse("operator", kwargs={"name": name})
+    return format_html('<a class="mono" href="{}">{}</a>', url, visible(actor))
 
 
 @register.filter

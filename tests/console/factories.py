@@ -199,6 +199,8 @@ def event(
     scope_id: str = "",
     data: dict[str, object] | None = None,
     route: str = "",
+    actor: str = "",
+    schema: str = "test.payload",
 ) -> StoredEvent:
     def run(tx: Tx) -> StoredEvent:
         tx.accept_event(
@@ -209,7 +211,8 @@ def event(
                 type=type,
                 work_id=work_id,
                 causation_id=causation,
-                payload=Payload("test.payload", json.dumps(data).encode()) if data else None,
+                actor=actor,
+                payload=Payload(schema, json.dumps(data).encode()) if data else None,
             )
         )
         if scope_id:

@@ -1,0 +1,46 @@
+"""What every browser journey checks of a page as it stands: axe-core's serious and
+critical violations (vendored in tests/vendor/, no npm) and sideways scroll. A support
+module, not a test module, so journeys share it without importing each other."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe-core" / "axe.min.js"
+GRAVE = ("serious", "critical")
+
+
+def serious(page) -> list[str]:
+    """axe's serious and critical violations on the page as it is now."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        # evaluate() runs as the debugger does, outside the page's CSP.
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate("() => axe.run(document).then(r => JSON.stringify(r.violations))")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; "
+        + " | ".join(n["target"][0] if n["target"] else "?" for n in v["nodes"][:4])
+        for v in json.loads(found)
+        if v["impact"] in GRAVE
+    ]
+
+
+def sideways(page) -> int:
+    """How many pixels the page scrolls sideways (0 when it fits its window)."""
+    width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    return max(0, width - inner)
+
+
+def fits_and_passes_axe(page, width: int = 360, height: int = 800) -> list[str]:
+    """What is wrong with the page at ``width`` (a phone's 360 px by default) and to
+    axe in the light and the dark theme ([] when nothing); the viewport is put back."""
+    before = page.viewport_size
+    page.set_viewport_size({"width": width, "height": height})
+    px = sideways(page)
+    wrong = [f"{px} px sideways at {width} px"] if px else []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        wrong += [f"{scheme}: {v}" for v in serious(page)]
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(before)
+    return wrong
