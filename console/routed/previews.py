@@ -17,6 +17,7 @@ from enum import Enum
 from storage.routed.enums import (
     AttemptStatus,
     ChildBatchStatus,
+    DeploymentStatus,
     NodeStatus,
     ResumeCapability,
     RunStatus,
@@ -25,7 +26,7 @@ from storage.routed.enums import (
 )
 from storage.routed.envelope import TimeEnvelope, active_time_remaining_ms, consumed_ms
 from storage.routed.errors import RoutedNotFound
-from storage.routed.ids import CheckpointID, WorkflowID
+from storage.routed.ids import CheckpointID, DeploymentID, WorkflowID
 from storage.routed.records import (
     AliasRecord,
     AttemptRecord,
@@ -97,7 +98,10 @@ class Preview:
     refusal: str = ""
     next_attempt: int = 0
     checkpoint: CheckpointID | None = None
+    # Restart: the aliases offered (those pointing at a compatible deployment) and
+    # each one left out with why (alias name, reason).
     aliases: list[Stored[AliasRecord]] = field(default_factory=list)
+    absent_aliases: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def consumed_ms(self) -> int:
@@ -176,8 +180,58 @@ def _preview(r: RoutedRules, action: RoutedAction, wf_id: WorkflowID) -> Preview
     if action is RoutedAction.CONTINUE:
         return _continue(r, preview, wf.record, live)
     if action is RoutedAction.RESTART:
-        return _replace(preview, aliases=r.list_aliases(), transition="a new workflow")
+        offered, absent = restart_aliases(r, preview.deployment)
+        return _replace(
+            preview, aliases=offered, absent_aliases=absent, transition="a new workflow"
+        )
     return preview
+
+
+def restart_aliases(
+    r: RoutedRules, own: DeploymentRecord
+) -> tuple[list[Stored[AliasRecord]], list[tuple[str, str]]]:
+    """The aliases a restart of a workflow that ran on ``own`` may use, and the others
+    with why not. Compatible is another deployment of the same package (the input
+    was written for that package; an alias of another one, say the summariser's for
+    a failed fan-out, would run it on foreign input), and active (the store refuses
+    to admit on an inactive one). One read per distinct target."""
+    offered: list[Stored[AliasRecord]] = []
+    absent: list[tuple[str, str]] = []
+    targets: dict[str, DeploymentRecord | None] = {}
+    for stored in r.list_aliases():
+        alias = stored.record
+        target_id = alias.target_deployment_id
+        if target_id not in targets:
+            targets[target_id] = _optional_deployment(r, target_id)
+        dep = targets[target_id]
+        if dep is None:
+            absent.append((alias.alias, f"its target {target_id} is not a deployment"))
+        elif dep.package_name != own.package_name:
+            absent.append(
+                (
+                    alias.alias,
+                    f"points at {dep.package_name}@{dep.package_version}, "
+                    f"another package than {own.package_name}",
+                )
+            )
+        elif dep.status is not DeploymentStatus.ACTIVE:
+            absent.append(
+                (
+                    alias.alias,
+                    f"points at {dep.package_name}@{dep.package_version}, "
+                    f"which is {dep.status.name.lower()}",
+                )
+            )
+        else:
+            offered.append(stored)
+    return offered, absent
+
+
+def _optional_deployment(r: RoutedRules, deployment_id: DeploymentID) -> DeploymentRecord | None:
+    try:
+        return r.get_deployment(deployment_id).record
+    except RoutedNotFound:
+        return None
 
 
 def _replace(preview: Preview, **changes: object) -> Preview:
