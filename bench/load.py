@@ -225,7 +225,7 @@ def _discover(port: int, cookie: str, seconds: float = 20) -> tuple[list[str], l
         conn = http.client.HTTPConnection(HOST, port, timeout=60)
         try:
             for path, pattern, found in (
-                ("/runs", mix.RUN_LINK, runs),
+                ("/run-records", mix.RUN_LINK, runs),
                 ("/routed/workflows", mix.WORKFLOW_LINK, workflows),
             ):
                 if not found:

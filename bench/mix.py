@@ -13,7 +13,7 @@ console, with their weights (requests of each kind in every 25).
 - Events (1): ``/events``.
 - Executions (1): ``/executions`` (live attempts) and ``/executions?expired=1``.
 - Waits and Timers (1): ``/waits`` and ``/timers``.
-- runs (1): ``/runs`` and run pages ``/runs/<id>`` (graph runs ``simulate`` saves).
+- runs (1): ``/run-records`` and run pages ``/run-records/<id>`` (graph runs ``simulate`` saves).
 - artifact (1): ``/executions/<id>/artifacts/<id>``, a finished attempt's artifact.
 - Workflows (1): ``/routed/workflows`` and workflow pages (routed runs ``simulate`` admits).
 - poll (6): a region's poll as console.js sends it, with the stamp header
@@ -52,7 +52,7 @@ KINDS: tuple[tuple[str, int], ...] = (
 POLL = "poll"
 SEARCH = "searched list"
 CYCLES = 80  # cycles of 25 in the schedule each client walks round (2,000 requests)
-RUN_LINK = re.compile(r'href="(/runs/[^"?#]+)"')
+RUN_LINK = re.compile(r'href="(/run-records/[^"?#]+)"')
 WORKFLOW_LINK = re.compile(r'href="(/routed/workflows/[^"?#]+)"')
 
 
@@ -75,7 +75,7 @@ def variants(info: dict[str, Any], runs: list[str], workflows: list[str]) -> dic
         "Events": ["/events"],
         "Executions": ["/executions", "/executions?expired=1"],
         "Waits and Timers": ["/waits", "/timers"],
-        "runs": ["/runs", *runs[:10]],
+        "runs": ["/run-records", *runs[:10]],
         "artifact": [info["artifact"]] if info["artifact"] else ["/executions"],
         "Workflows": ["/routed/workflows", *workflows[:10]],
         POLL: [path for _, path in polls.regions(info)],

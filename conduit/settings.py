@@ -96,9 +96,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CONDUIT_CSRF_TRUSTED_ORIGINS", [])
 
 CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
 # The run page decodes node outputs with the value codecs of whoever wrote the runs: a
-# dotted path to a callable returning a storage.runs.ValueCatalog (or Codecs). The
+# dotted path to a callable returning a storage.run_records.ValueCatalog (or Codecs). The
 # project composes it here because neither storage nor the console may import the
-# demo; "" means the built-in codecs only (console/runs/values.py).
+# demo; "" means the built-in codecs only (console/run_records/values.py).
 CONSOLE_RUN_VALUES = env_str("CONSOLE_RUN_VALUES", "demo.graphs.run_values")
 
 INSTALLED_APPS = [

@@ -8,4 +8,4 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the system check that CONSOLE_RUN_VALUES loads.
-        from console.runs import values  # noqa: F401
+        from console.run_records import values  # noqa: F401

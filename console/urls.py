@@ -10,7 +10,7 @@ from console.operate import views as operate
 from console.routed import bulk as routed_bulk
 from console.routed import control as routed_control
 from console.routed import deploy_actions as routed_deploy
-from console.runs import views as runs
+from console.run_records import views as run_records
 from console.runtime import artifacts
 from console.runtime import views as runtime
 from console.saved import views as saved
@@ -47,8 +47,11 @@ urlpatterns = [
     path("waits", runtime.waits, name="waits"),
     path("timers", runtime.timers, name="timers"),
     path("scopes", runtime.scopes, name="scopes"),
-    path("runs", runs.run_list, name="runs"),
-    path("runs/<id:run_id>", runs.run_detail, name="run_detail"),
+    path("run-records", run_records.run_record_list, name="run_records"),
+    path("run-records/<id:run_id>", run_records.run_record_detail, name="run_record"),
+    # The section's URLs before the rename (issue 33): moved permanently, path and query kept.
+    path("runs", run_records.runs_moved),
+    path("runs/<id:rest>", run_records.runs_moved),
     # Routed-run operator actions (console/routed/control.py, bulk.py).
     path("routed/actions/bulk", routed_bulk.bulk_control, name="routed_bulk"),
     path(

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from storage import Busy, Conflict, NotFound, StorageError
-from storage.ops.run_sessions import RunStore, Session
+from storage.ops.run_record_sessions import RunStore, Session
 
 from . import graphs
 from .graphs import Plan

@@ -1,5 +1,5 @@
 """The simulated graph runs' records: what a durable-execution runtime would save after
-each step of three small graphs, built as pure functions over ``RunRecord``.
+each step of three small graphs, built as pure functions over ``DurableRunRecord``.
 
 - ``checkout``: ordinary nodes completing one per save, a value that is ready with zero
   bytes, an optional output skipped, a whole node skipped, and a node mounting a child
@@ -25,16 +25,16 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storage.runs import (
-    AttemptRecord,
+from storage.run_records import (
     AttemptState,
     Codec,
+    DurableRunRecord,
     ManagedRecord,
     MessageAttemptRecord,
+    NodeAttemptRecord,
     NodeReason,
     NodeRecord,
     PendingMessage,
-    RunRecord,
     ScopeRecord,
     StreamDescriptorRecord,
     StreamRecord,
@@ -70,7 +70,7 @@ class GraphDef:
 
     @property
     def fingerprint(self) -> str:
-        """SHA-256 of the complete definition (RunRecord.Definition)."""
+        """SHA-256 of the complete definition (DurableRunRecord.Definition)."""
         return _sha(json.dumps(_describe(self), sort_keys=True).encode())
 
 
@@ -173,12 +173,14 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def new_record(run_id: str, plan: Plan, inputs: Mapping[str, object], new_id: NewId) -> RunRecord:
+def new_record(
+    run_id: str, plan: Plan, inputs: Mapping[str, object], new_id: NewId
+) -> DurableRunRecord:
     """The first save of a run: its identity and root scope, no node results yet."""
     fingerprint = _sha(json.dumps(dict(inputs), sort_keys=True).encode())
     root = new_id()
     graph = plan.graph
-    return RunRecord(
+    return DurableRunRecord(
         run_id=run_id,
         version=VERSION,
         definition=graph.fingerprint,
@@ -188,7 +190,9 @@ def new_record(run_id: str, plan: Plan, inputs: Mapping[str, object], new_id: Ne
     )
 
 
-def advance(record: RunRecord, plan: Plan, rng: random.Random, new_id: NewId) -> RunRecord | None:
+def advance(
+    record: DurableRunRecord, plan: Plan, rng: random.Random, new_id: NewId
+) -> DurableRunRecord | None:
     """The record after the run's next step, or None when it is finished (every node
     of the root graph confirmed, or a node failed for good)."""
     step = _Step(record, plan, rng, new_id)
@@ -197,7 +201,7 @@ def advance(record: RunRecord, plan: Plan, rng: random.Random, new_id: NewId) ->
     return step.graph(record.root_scope, plan.graph)
 
 
-def complete(record: RunRecord) -> bool:
+def complete(record: DurableRunRecord) -> bool:
     """Whether every node of the root graph has its NodeRecord (a run that ``advance``
     ends without this failed: a node's attempts failed for good)."""
     root = record.scopes.get(record.root_scope)
@@ -206,14 +210,16 @@ def complete(record: RunRecord) -> bool:
 
 
 class _Step:
-    def __init__(self, record: RunRecord, plan: Plan, rng: random.Random, new_id: NewId) -> None:
+    def __init__(
+        self, record: DurableRunRecord, plan: Plan, rng: random.Random, new_id: NewId
+    ) -> None:
         self.record = record
         self.plan = plan
         self.rng = rng
         self.new_id = new_id
 
     # -- record edits (each returns a new record; the old one is never changed) -----
-    def put_attempt(self, attempt_id: str, attempt: AttemptRecord) -> None:
+    def put_attempt(self, attempt_id: str, attempt: NodeAttemptRecord) -> None:
         self.record = replace(self.record, attempts={**self.record.attempts, attempt_id: attempt})
 
     def put_scope(self, scope_id: str, scope: ScopeRecord) -> None:
@@ -236,12 +242,12 @@ class _Step:
         ]
         return max(found)[1] if found else ""
 
-    def retries(self, root_id: str) -> list[tuple[str, AttemptRecord]]:
+    def retries(self, root_id: str) -> list[tuple[str, NodeAttemptRecord]]:
         found = [(i, a) for i, a in self.record.attempts.items() if a.parent == root_id]
         return sorted(found, key=lambda item: item[1].index)
 
     # -- ordinary graphs ----------------------------------------------------------------
-    def graph(self, scope_id: str, graph: GraphDef) -> RunRecord | None:
+    def graph(self, scope_id: str, graph: GraphDef) -> DurableRunRecord | None:
         """Advance the first unconfirmed node of a graph, in definition order."""
         scope = self.record.scopes[scope_id]
         for node in graph.nodes:
@@ -259,12 +265,12 @@ class _Step:
     def start(self, scope_id: str, node: NodeDef) -> str:
         attempt_id = self.new_id()
         self.put_attempt(
-            attempt_id, AttemptRecord(scope_id, node.id, "", 1, 1, AttemptState.ACTIVE)
+            attempt_id, NodeAttemptRecord(scope_id, node.id, "", 1, 1, AttemptState.ACTIVE)
         )
         if node.retry:
             self.put_attempt(
                 self.new_id(),
-                AttemptRecord(
+                NodeAttemptRecord(
                     attempt_id, node.id, RETRY_BOUNDARY, 1, node.retry, AttemptState.ACTIVE
                 ),
             )
@@ -274,7 +280,7 @@ class _Step:
             self.put_scope(attempt_id, ScopeRecord(node.child.id, node.id, inputs))
         return attempt_id
 
-    def progress(self, scope_id: str, node: NodeDef, attempt_id: str) -> RunRecord | None:
+    def progress(self, scope_id: str, node: NodeDef, attempt_id: str) -> DurableRunRecord | None:
         if node.child is not None and self.graph(attempt_id, node.child) is not None:
             return self.record  # a step inside the child graph
         if node.retry:
@@ -282,7 +288,7 @@ class _Step:
         self.confirm(scope_id, node, attempt_id)
         return self.record
 
-    def retry_step(self, scope_id: str, node: NodeDef, root_id: str) -> RunRecord:
+    def retry_step(self, scope_id: str, node: NodeDef, root_id: str) -> DurableRunRecord:
         """One try of the current Retry attempt: it fails (the next one starts in the
         same save, or the root fails with the last), or it succeeds."""
         tries = self.retries(root_id)
@@ -325,7 +331,7 @@ class _Step:
         return values.CODECS.ready_value(name, data)
 
     # -- the streaming graph ------------------------------------------------------------
-    def feed(self) -> RunRecord | None:
+    def feed(self) -> DurableRunRecord | None:
         """One step of source and consumer, which run side by side; then the rest of
         the graph in order."""
         root = self.record.root_scope

@@ -57,7 +57,7 @@ from storage import (
 from storage.artifacts import FileArtifactStore
 from storage.default import run_store_for
 from storage.ops import manual
-from storage.ops.run_sessions import RunStore
+from storage.ops.run_record_sessions import RunStore
 
 from . import catalog, steps, teammate
 from .catalog import FLOW_BY_OPENER, Flow

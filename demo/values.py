@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import Corrupt, Invalid
-from storage.runs import Codecs, new_codecs
+from storage.run_records import Codecs, new_codecs
 
 
 @dataclass(frozen=True, slots=True)

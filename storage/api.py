@@ -37,8 +37,8 @@ from .records import (
     WorkQuery,
 )
 
-if TYPE_CHECKING:  # storage.runs builds on this module
-    from .runs.records import RunQuery, RunRecord, StoredRun
+if TYPE_CHECKING:  # storage.run_records builds on this module
+    from .run_records.records import DurableRunRecord, RunQuery, StoredRun
 
 T = TypeVar("T")
 
@@ -292,7 +292,7 @@ class Tx(Protocol):
     def kv_delete(self, namespace: str, key: str) -> None: ...
     def kv_list(self, namespace: str, prefix: str = "") -> list[tuple[str, bytes]]: ...
 
-    # Run records (durable-run-records.txt; ownership is storage.runs' Session) --------
+    # Run records (durable-run-records.txt; ownership is storage.run_records' Session) --------
     def run_record(self, run_id: str) -> StoredRun | None:
         """The stored record, or None; ``Corrupt``/``RecordsNewer`` if it does not decode."""
         ...
@@ -302,7 +302,7 @@ class Tx(Protocol):
         ...
 
     def count_run_records(self, query: RunQuery) -> int: ...
-    def put_run_record(self, record: RunRecord, expected_revision: int) -> int:
+    def put_run_record(self, record: DurableRunRecord, expected_revision: int) -> int:
         """Whole-record CAS (0 creates revision 1); returns the new revision."""
         ...
 

@@ -19,7 +19,7 @@ from .api import Store
 from .artifacts import FileArtifactStore
 from .errors import Invalid
 from .memory import MemoryStore
-from .ops.run_sessions import MemoryRunStore, OrmRunStore, RunStore
+from .ops.run_record_sessions import MemoryRunStore, OrmRunStore, RunStore
 from .orm import OrmStore
 from .records import Nanos
 from .routed.store import RoutedStore
@@ -43,7 +43,7 @@ def default_store() -> OrmStore:
 @cache
 def default_run_store() -> RunStore:
     """Run records' Store/Session over the same database (ownership per run, see
-    ``storage.ops.run_sessions``)."""
+    ``storage.ops.run_record_sessions``)."""
     return run_store_for(default_store())
 
 

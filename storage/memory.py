@@ -46,8 +46,8 @@ from .records import (
     is_live,
 )
 from .routed.rows_memory import RoutedTables, copy_tables, empty_tables
-from .runs.query import RunRow, count_run_rows, select_run_rows
-from .runs.records import RunQuery
+from .run_records.query import RunRow, count_run_rows, select_run_rows
+from .run_records.records import RunQuery
 from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
 

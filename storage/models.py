@@ -409,7 +409,7 @@ class KVRow(_Row):
 
 
 class RunRecordRow(_Row):
-    """A durable run record (``storage.runs``): the JSON exactly as stored, beside the
+    """A durable run record (``storage.run_records``): the JSON exactly as stored, beside the
     columns the CAS and the console's list read without decoding it."""
 
     run_id = BinaryCharField(primary_key=True, max_length=255)

@@ -352,7 +352,7 @@ class IdKind(enum.StrEnum):
     WAIT = "wait"
     TIMER = "timer"
     SCOPE = "scope"
-    RUN = "run"  # a durable run record (``storage.runs``)
+    RUN = "run"  # a durable run record (``storage.run_records``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -245,8 +245,8 @@ _SECTIONS = {
     "waits": "waits",
     "timers": "timers",
     "scopes": "scopes",
-    "runs": "runs",
-    "run_detail": "runs",
+    "run_records": "run_records",
+    "run_record": "run_records",
     "dashboard": "dashboard",
     "dashboard_scope": "dashboard",
     # Routed runs (console/routed/).

@@ -121,7 +121,7 @@ def _landing(tx: Tx, match: IdMatch) -> str:
     if match.kind is IdKind.SCOPE:
         return reverse("dashboard_scope", kwargs={"scope_id": match.id})
     if match.kind is IdKind.RUN:
-        return reverse("run_detail", kwargs={"run_id": match.id})
+        return reverse("run_record", kwargs={"run_id": match.id})
     if not match.work_id:  # a Timer that serves no Work
         return reverse("timers") + "#timer-" + quote(match.id, safe="")
     work = reverse("work_detail", kwargs={"work_id": match.work_id})

@@ -51,8 +51,8 @@ from ..records import (
     Work,
     WorkQuery,
 )
-from ..runs.query import RunRow
-from ..runs.records import RunQuery
+from ..run_records.query import RunRow
+from ..run_records.records import RunQuery
 from . import schema
 from . import series_tally as series_sql
 from .dialect import Dialect
@@ -253,7 +253,7 @@ class OrmReads(OrmFacets):
 
     def _run_where(self, q: RunQuery, paged: bool) -> tuple[str, list[Any]]:
         """The WHERE clause of ``q`` (with its keyset cursor when ``paged``), meaning
-        what ``storage.runs.query.run_matches`` means."""
+        what ``storage.run_records.query.run_matches`` means."""
         where: list[str] = []
         params: list[Any] = []
         if q.search:

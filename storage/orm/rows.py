@@ -28,7 +28,7 @@ from ..records import (
     Timer,
     Work,
 )
-from ..runs.query import RunRow
+from ..run_records.query import RunRow
 from . import schema
 from . import series_tally as series_sql
 from . import tally as tally_sql

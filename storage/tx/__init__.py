@@ -5,7 +5,7 @@ ownership, fencing, timers, waits, KV, run records and dashboard reads. It is co
 from one class per section of the contract (``events``, ``work``, ``executions``,
 ``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``, ``lookup``) over the plumbing
 in ``base`` and the row hooks in ``rows``. Backends subclass ``BaseTx`` and supply only
-the hooks of ``rows.Rows``. Each operation checks everything before its first write, so
+the hooks of ``rows.TxRows``. Each operation checks everything before its first write, so
 an operation that raises has no effect even when the callback swallows the error
 (checklist T-10).
 """
@@ -16,7 +16,7 @@ from .events import EventRules
 from .executions import ExecutionRules
 from .kv import KvRules
 from .lookup import LookupRules
-from .runs import RunRules
+from .run_records import RunRecordRules
 from .scopes import ScopeRules
 from .timers import TimerRules
 from .waits import WaitRules
@@ -31,11 +31,11 @@ class BaseTx(
     WorkRules,
     EventRules,
     KvRules,
-    RunRules,
+    RunRecordRules,
     DashboardRules,
     LookupRules,
 ):
-    """Every ``Tx`` operation; a backend subclasses it and implements ``rows.Rows``."""
+    """Every ``Tx`` operation; a backend subclasses it and implements ``rows.TxRows``."""
 
 
 __all__ = ["BaseTx", "TxScope", "check_admission"]

@@ -38,11 +38,11 @@ from ..records import (
     WorkFacets,
     WorkQuery,
 )
-from ..runs.query import RunRow
-from ..runs.records import RunQuery
+from ..run_records.query import RunRow
+from ..run_records.records import RunQuery
 
 
-class Rows(ABC):
+class TxRows(ABC):
     """Row access by table, Event, key, KV, run-record and dashboard hooks."""
 
     # -- records by table (work, execution, scope, timer, wait) ---------------------

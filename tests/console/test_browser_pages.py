@@ -20,7 +20,7 @@ import pytest
 
 from tests.console import factories as f
 from tests.console import routedfactories as rt
-from tests.console import runfactories as rf
+from tests.console import run_record_factories as rf
 from tests.console.test_browser import ARGS, CHROMIUM, TIMEOUT
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
@@ -145,10 +145,10 @@ PAGES = {
     "waits, a later page": Visit("/waits?size=25&after=1.a"),
     "scopes": Visit("/scopes"),
     "errors": Visit("/errors"),
-    "runs": Visit("/runs"),
-    "run page": Visit(f"/runs/checkout/{UUID}"),
-    "run page with retries": Visit("/runs/payment/7"),
-    "run page with a stream": Visit("/runs/feed/3"),
+    "runs": Visit("/run-records"),
+    "run page": Visit(f"/run-records/checkout/{UUID}"),
+    "run page with retries": Visit("/run-records/payment/7"),
+    "run page with a stream": Visit("/run-records/feed/3"),
     "retry confirmation": Visit(f"/actions/retry/{UUID}?next=/"),
     "cancel confirmation": Visit(f"/actions/cancel/{DOTTED}?next=/"),
     "inline confirmation": Visit("/?is=exhausted", open_inline_confirmation),

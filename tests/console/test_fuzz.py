@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from storage.default import default_routed_store
 from tests.console import factories as f
-from tests.console import runfactories as rf
+from tests.console import run_record_factories as rf
 from tests.console.conftest import DB
 
 pytestmark = DB
@@ -162,7 +162,7 @@ def clients(alice, bob) -> dict[str, Client]:
 )
 @example(
     who="viewer",
-    route="runs",
+    route="run-records",
     segments=["x"],
     query=[("after", "99999999999999999999.x")],
     body=[],
@@ -171,7 +171,7 @@ def clients(alice, bob) -> dict[str, Client]:
 )
 @example(
     who="viewer",
-    route="runs",
+    route="run-records",
     segments=["x"],
     query=[("since", "0001-01-01")],
     body=[],

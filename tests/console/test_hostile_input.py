@@ -4,7 +4,7 @@ used to be ignored silently now say why they are refused."""
 
 import pytest
 
-from tests.console import runfactories as rf
+from tests.console import run_record_factories as rf
 from tests.console.conftest import DB
 
 pytestmark = DB
@@ -20,9 +20,9 @@ SUPERSCRIPT = "\u00b2"  # "²": "²".isdigit() is True, int("²") raises ValueEr
         f"/?before={SUPERSCRIPT}1.w",
         f"/events?after={SUPERSCRIPT}",
         f"/events?before={SUPERSCRIPT}",
-        f"/runs?format={SUPERSCRIPT}",
-        f"/runs?size={SUPERSCRIPT}",
-        f"/runs?after={SUPERSCRIPT}1.run",
+        f"/run-records?format={SUPERSCRIPT}",
+        f"/run-records?size={SUPERSCRIPT}",
+        f"/run-records?after={SUPERSCRIPT}1.run",
     ],
 )
 def test_a_superscript_digit_in_a_number_is_a_400_naming_it(as_bob, url):
@@ -47,11 +47,11 @@ def test_a_superscript_digit_in_a_number_is_a_400_naming_it(as_bob, url):
 def test_runs_take_any_time_and_cursor_the_work_list_takes(as_bob, query):
     rf.checkout("run-1")
 
-    runs = as_bob.get(f"/runs?{query}")
+    runs = as_bob.get(f"/run-records?{query}")
     works = as_bob.get(f"/?{query.replace('.run', '.w').replace('before=', 'until=')}")
 
     assert (runs.status_code, works.status_code) == (200, 200)
-    listed = b'href="/runs/run-1"' in runs.content
+    listed = b'href="/run-records/run-1"' in runs.content
     # Only a lower bound before every commit, an upper one past them, or a cursor past
     # every run lets the run through.
     passes = ("since=0001-01-01", "before=9999-12-31T23:59:59", "after=99999999999999999999.run")

@@ -30,7 +30,7 @@ from storage import (
     seconds,
 )
 from tests.console import factories as f
-from tests.console import runfactories as rf
+from tests.console import run_record_factories as rf
 from tests.console.conftest import DB
 
 pytestmark = DB
@@ -161,7 +161,7 @@ DETAIL = {
     "cancel_work": "work_id",
     "retry_work": "work_id",
     "event_detail": "event_id",
-    "run_detail": "run_id",
+    "run_record": "run_id",
     "dashboard_scope": "scope_id",
 }
 
@@ -177,7 +177,7 @@ def test_every_page_of_an_odd_id_answers_200_and_a_missing_one_404(
         reverse("cancel_work", args=[record_id]),
         reverse("retry_work", args=[record_id]),
         reverse("event_detail", args=[record_id]),
-        reverse("run_detail", args=[record_id]),
+        reverse("run_record", args=[record_id]),
         reverse("dashboard_scope", args=[record_id]),
         reverse("artifact", args=[record_id, artifact]),
         reverse("home") + "?" + urlencode({"scope": record_id}),
@@ -187,7 +187,7 @@ def test_every_page_of_an_odd_id_answers_200_and_a_missing_one_404(
         assert browser_path(page) == page, page
         response = as_alice.get(page)
         assert response.status_code == 200, (page, response.status_code)
-    for view in ("work_detail", "event_detail", "run_detail", "dashboard_scope"):
+    for view in ("work_detail", "event_detail", "run_record", "dashboard_scope"):
         missing = reverse(view, args=[record_id[:-1] + "?" if record_id[-1] != "?" else "!"])
         assert as_alice.get(missing).status_code == 404, missing
     assert as_alice.get(reverse("artifact", args=[record_id, "0" * 64])).status_code == 404
@@ -211,7 +211,7 @@ LISTS = {
     "waits": {"work_detail"},
     "timers": {"work_detail"},
     "scopes": {"dashboard_scope"},
-    "runs": {"run_detail"},
+    "run_records": {"run_record"},
 }
 
 

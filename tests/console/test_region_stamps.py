@@ -105,7 +105,7 @@ EVERY_REGION = [
     "/timers",
     "/scopes",
     "/errors",
-    "/runs",
+    "/run-records",
     "/dashboard?window=1h",
 ]
 

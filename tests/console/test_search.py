@@ -10,7 +10,7 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
 from tests.console import factories as f
-from tests.console import runfactories as runs
+from tests.console import run_record_factories as runs
 from tests.console.conftest import DB
 
 pytestmark = DB
@@ -40,7 +40,7 @@ def search(client, q, **extra):
         ("parked-5e1d2b-wait", "/works/parked-5e1d2b#wait-parked-5e1d2b-wait"),
         ("parked-5e1d2b-timeout", "/works/parked-5e1d2b#timer-parked-5e1d2b-timeout"),
         ("acme", "/dashboard/acme"),
-        ("checkout/run-91b7", "/runs/checkout/run-91b7"),
+        ("checkout/run-91b7", "/run-records/checkout/run-91b7"),
     ],
 )
 def test_any_id_lands_on_its_page_or_its_works_row(as_alice, seeded, term, location):
@@ -54,7 +54,7 @@ def test_any_id_lands_on_its_page_or_its_works_row(as_alice, seeded, term, locat
     ("term", "location"),
     [
         ("order-7f3a9", "/works/order-7f3a9c21"),  # unique: the other is order-7f3a0
-        ("checkout/ru", "/runs/checkout/run-91b7"),
+        ("checkout/ru", "/run-records/checkout/run-91b7"),
         ("parked-5e1d2b-w", "/works/parked-5e1d2b#wait-parked-5e1d2b-wait"),
     ],
 )

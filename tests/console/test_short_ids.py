@@ -28,7 +28,7 @@ def titled(page: str) -> set[str]:
     return {html.unescape(v) for v in re.findall(r'title="([^"]*)" data-sid', page)}
 
 
-PAGES = ["home", "executions", "waits", "timers", "events", "runs", "work", "event", "run"]
+PAGES = ["home", "executions", "waits", "timers", "events", "run_records", "work", "event", "run"]
 
 
 def test_each_page_shows_a_hostile_id_shortened_with_its_whole_copy_and_title(as_alice) -> None:
@@ -37,7 +37,7 @@ def test_each_page_shows_a_hostile_id_shortened_with_its_whole_copy_and_title(as
         url = {
             "work": reverse("work_detail", args=[HOSTILE]),
             "event": reverse("event_detail", args=[HOSTILE]),
-            "run": reverse("run_detail", args=[HOSTILE]),
+            "run": reverse("run_record", args=[HOSTILE]),
         }.get(page) or reverse(page)
         response = as_alice.get(url)
         assert response.status_code == 200, page

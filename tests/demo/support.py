@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from storage import Store, Tx, view
-from storage.runs import RunQuery, encode
+from storage.run_records import RunQuery, encode
 
 
 @dataclass(frozen=True)

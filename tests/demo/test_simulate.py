@@ -13,15 +13,15 @@ from storage.artifacts import FileArtifactStore
 from storage.default import default_artifacts, default_store
 from storage.memory import MemoryStore
 from storage.ops.control import cancel_work, retry_work
-from storage.ops.run_sessions import MemoryRunStore
-from storage.runs import (
+from storage.ops.run_record_sessions import MemoryRunStore
+from storage.run_records import (
     AttemptState,
     NodeReason,
     RunQuery,
     Terminal,
     ValueState,
 )
-from storage.runs.validate import validate_run
+from storage.run_records.validate import validate_run
 from tests.demo.invariants import problems
 from tests.demo.support import census
 

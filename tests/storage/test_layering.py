@@ -94,9 +94,9 @@ FLOORS: tuple[tuple[str, int], ...] = (
     # Each table's record class and live values: contract knowledge both backends use.
     ("storage.tables", 0),
     # Run records are records: their codec and query meaning sit with the contract.
-    ("storage.runs.records", 0),
-    ("storage.runs.codec", 0),
-    ("storage.runs.query", 0),
+    ("storage.run_records.records", 0),
+    ("storage.run_records.codec", 0),
+    ("storage.run_records.query", 0),
     ("storage.meaning", 1),
     ("storage.tx", 2),
     ("storage.readonly", 2),
@@ -105,7 +105,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.models", 3),
     ("storage.migrations", 3),
     ("storage.artifacts", 3),
-    ("storage.runs", 3),
+    ("storage.run_records", 3),
     # Issue 17's file mechanisms sit with the routed runs, above their store.
     ("storage.routed.paths", 3),
     ("storage.routed.workspace", 3),

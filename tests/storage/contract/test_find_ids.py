@@ -25,7 +25,7 @@ from ..support import (
     start_attempt,
     tx,
 )
-from ..support.runs import ordinary_record
+from ..support.run_records import ordinary_record
 
 
 def _one_of_each(store: Store) -> None:

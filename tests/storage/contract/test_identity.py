@@ -78,7 +78,7 @@ def test_five_primitives(store: Store, clock: FakeClock) -> None:
     def surface(t: Tx) -> tuple[list[str], list[str]]:
         names = [name for name in dir(t) if not name.startswith("_")]
         # put_run_record writes the other contract on the same Tx (durable-run-records.txt:
-        # one RunRecord per run, owned by a Session), not a coordination primitive.
+        # one DurableRunRecord per run, owned by a Session), not a coordination primitive.
         puts = sorted(
             name
             for name in names

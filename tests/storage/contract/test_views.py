@@ -10,7 +10,7 @@ from typing import cast
 import storage
 from storage import LeaseRef, ReadOnly, StorageError, Store, Tx, Viewer
 from storage.api import WRITES
-from storage.runs import RunRecord
+from storage.run_records import DurableRunRecord
 
 from ..support import (
     BLOCK_TIMEOUT,
@@ -76,7 +76,7 @@ def _attempt_every_write(t: Tx, lease: LeaseRef) -> list[str]:
         "put_wait": lambda: t.put_wait(make_wait("wt-view")),
         "kv_put": lambda: t.kv_put("ns", "k2", b"v"),
         "kv_delete": lambda: t.kv_delete("ns", "k"),
-        "put_run_record": lambda: t.put_run_record(RunRecord(run_id="r-view"), 0),
+        "put_run_record": lambda: t.put_run_record(DurableRunRecord(run_id="r-view"), 0),
     }
     assert sorted(attempts) == sorted(WRITES), "view: write list is incomplete"
     accepted = []

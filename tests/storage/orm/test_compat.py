@@ -28,7 +28,7 @@ from storage import (
     Tx,
     seconds,
 )
-from storage.runs import RunQuery, RunRecord
+from storage.run_records import DurableRunRecord, RunQuery
 
 from ..support import (
     FakeClock,
@@ -199,7 +199,7 @@ FIXTURE_CHECK = """
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from storage.ops.backfill import backfill_event_scopes, backfill_executors
-from storage.runs import RunQuery, RunRecord
+from storage.run_records import RunQuery, DurableRunRecord
 from dataclasses import replace
 from django.core.management import call_command
 from storage import Buckets, WorkQuery, select_facets
@@ -254,7 +254,7 @@ def read(tx):
 out = store.transact(Guard(), read)
 def rewrite(tx):
     tx.put_scope(replace(tx.scope("acme"), name="Acme Inc"))
-    tx.put_run_record(RunRecord(run_id="r-new"), 0)  # the table 0004 added takes records
+    tx.put_run_record(DurableRunRecord(run_id="r-new"), 0)  # the table 0004 added takes records
 store.transact(Guard(), rewrite)
 print(json.dumps(out))
 """
@@ -352,7 +352,7 @@ def seed_everything(t: Tx) -> None:
     t.put_timer(make_timer("t1", t.now + seconds(60), work_id="w1"))
     park(t, "x1", make_wait("wt1", "w1", "x1", keys=[key("k1")]))
     t.kv_put("cursor", "github", b"\x00\x01cursor")
-    t.put_run_record(RunRecord(run_id="r1", version="v1"), 0)
+    t.put_run_record(DurableRunRecord(run_id="r1", version="v1"), 0)
 
 
 def test_reopen_keeps_every_committed_record(store: Store, reopen: Any, clock: FakeClock) -> None:

@@ -47,7 +47,7 @@ def small_bundle(tmp_path: Path, artifacts: FileArtifactStore) -> tuple[Path, Ar
 
 WRITER = """
 from django.conf import settings
-from storage.runs import RunRecord
+from storage.run_records import DurableRunRecord
 from storage.artifacts import FileArtifactStore
 stop = Path(sys.argv[1])
 artifacts = FileArtifactStore(settings.ARTIFACT_DIR)
@@ -63,7 +63,7 @@ def step(tx, ref):
     tx.put_execution(Execution(id=f"bx-{n}", work_id=f"bw-{n}", attempt=1, artifacts=(ref,)))
     tx.kv_put("backup", "counter", str(n).encode())
     # The run record is in the same snapshot: at revision n, saying n.
-    tx.put_run_record(RunRecord(run_id="backup-run", version=str(n)), n - 1)
+    tx.put_run_record(DurableRunRecord(run_id="backup-run", version=str(n)), n - 1)
     return n
 
 while not stop.exists():
@@ -97,7 +97,7 @@ RUN_RECORDS = "SELECT run_id, revision, data FROM conduit_run_record"
 def assert_run_record(rows: list[tuple[object, ...]], n: int) -> None:
     """The restored ``conduit_run_record`` rows (run_id, revision, data) hold the
     writer's run at revision ``n``, as in the same snapshot as its counter."""
-    from storage.runs import decode
+    from storage.run_records import decode
 
     assert [(run_id, str(revision)) for run_id, revision, _ in rows] == [("backup-run", str(n))]
     record = decode(bytes(rows[0][2]))  # type: ignore[arg-type]
