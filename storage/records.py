@@ -32,8 +32,11 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 # write keeps (migrations 0014-0016): a format-6 process would accept Events, claim
 # attempts, move Work and admit workflows without them, leaving the dashboards' long
 # windows and the lists' facets wrong, so it must stop writing once format-7 code has
-# opened the store (routed writes go through the same admission check).
-RECORD_FORMAT = 7
+# opened the store (routed writes go through the same admission check); 8 no field but
+# what ``Work.error_group`` holds: also "timed out waiting for <event types>" when the
+# latest attempt ended waiting and its Wait timed out (migration 0020): a format-7
+# process would leave such Work in no group, so the Errors page would not add up.
+RECORD_FORMAT = 8
 SCHEMA_VERSION = 1
 
 

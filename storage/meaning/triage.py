@@ -4,8 +4,13 @@
 - ``error_key``: the group of a failure message. Numbers, UUIDs, hex strings and IDs
   (any word holding a digit) become placeholders and whitespace collapses, so "order
   8812 declined (req 3f9a0c1e)" and "order 17 declined (req 0b1c2d3e)" are one group.
-- ``triage_marks``: what the marks are, from the Work, its latest attempt and whether
-  it has a live attempt or a Timer. The rules (``storage.tx.base``) apply it at every
+- ``failure_key``: the group of a Work from its latest attempt: the failure message's
+  key when it failed, "timed out waiting for <event types>" when it ended ``waiting``
+  (an executor that cannot resume) and its Wait was cancelled with a timeout Timer
+  set (the runtime cancels a Wait so when its timeout fires first; a woken Wait starts
+  the next attempt instead), and "" otherwise.
+- ``is_exhausted``: what the exhausted mark is, from the Work, its latest attempt and
+  whether it has a live attempt or a Timer. The rules (``storage.tx.base``) apply it at every
   commit that touched any of those, so the marks are never stale in a committed state.
 - ``select_error_groups``: failed and exhausted Work with a group, grouped, the largest
   group first (ties by key).
@@ -17,7 +22,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from ..records import ErrorGroup, Execution, ExecutionState, Work, WorkQuery, WorkState
+from ..records import (
+    ErrorGroup,
+    Execution,
+    ExecutionState,
+    Wait,
+    WaitState,
+    Work,
+    WorkQuery,
+    WorkState,
+)
 from .query import check_query, matches
 
 # The stored key fits an indexed column; a message says what went wrong in its start.
@@ -55,9 +69,28 @@ def error_key(message: str) -> str:
     return text[:MAX_ERROR_KEY].rstrip()
 
 
-def failure_key(latest: Execution | None) -> str:
-    """The error group of a Work whose latest attempt is ``latest``."""
-    if latest is None or latest.state is not ExecutionState.FAILED:
+def timed_out_key(types: tuple[str, ...]) -> str:
+    """The group of Work whose Wait for ``types`` timed out. Event types are dotted
+    names, kept as they are (not through ``error_key``: "v2.order.paid" is a name)."""
+    awaited = " or ".join(types) if types else "an event"
+    return f"timed out waiting for {awaited}"[:MAX_ERROR_KEY].rstrip()
+
+
+def failure_key(latest: Execution | None, waits: Iterable[Wait] = ()) -> str:
+    """The error group of a Work whose latest attempt is ``latest``; ``waits`` are the
+    Work's Waits (any, or none when ``latest`` did not end waiting: only its own count)."""
+    if latest is None:
+        return ""
+    if latest.state is ExecutionState.WAITING:
+        for wait in waits:
+            if (
+                wait.execution_id == latest.id
+                and wait.state is WaitState.CANCELLED
+                and wait.timeout_timer_id
+            ):
+                return timed_out_key(wait.types)
+        return ""
+    if latest.state is not ExecutionState.FAILED:
         return ""
     message = latest.outcome.message if latest.outcome is not None else ""
     return error_key(message) or NO_MESSAGE

@@ -181,14 +181,21 @@ class TxBase(TxRows):
         """Write the marks ``meaning.triage`` gives each touched Work, when they
         changed. Metadata kept by storage, like ``latest_executor``: no revision bump.
         A Work not ready costs one read; a ready one two more probes (its latest
-        attempt, which is the only one that can be live, and its live Timers)."""
+        attempt, which is the only one that can be live, and its live Timers), and an
+        attempt that ended waiting one more (its Work's Waits: a timed-out Wait groups
+        it)."""
         for work_id, attempt in self._touched.items():
             work = self._get("work", work_id)
             if work is None:
                 continue
             ready = work.state is WorkState.READY
             latest = self._latest_attempt(work_id) if attempt or ready else None
-            group = triage.failure_key(latest) if attempt else work.error_group
+            group = work.error_group
+            if attempt:
+                # Only an attempt that ended waiting has a Wait that decides its group.
+                waiting = latest is not None and latest.state is ExecutionState.WAITING
+                waits = self._list("wait", work_id=work_id) if waiting else []
+                group = triage.failure_key(latest, waits)
             exhausted = (
                 ready
                 and latest is not None

@@ -64,6 +64,10 @@ class WaitRules(ExecutionRules, EventRules):
             updated_at=self._now,
         )
         self._put("wait", stored, create=False)
+        if state is not WaitState.ACTIVE:
+            # A Wait cancelled under an attempt that ended waiting may group its Work
+            # (``triage.failure_key``: timed out waiting for its event types).
+            self._touch(wait.work_id, attempt=True)
         return stored
 
     def _register_wait(self, wait: Wait, state: WaitState) -> Wait:

@@ -26,6 +26,7 @@ from storage import (
     Timer,
     Tx,
     Wait,
+    WaitState,
     Work,
     WorkState,
     seconds,
@@ -271,6 +272,39 @@ def parked(work_id: str, *, timeout_in: float = 3600, **kw: object) -> Wait:
         )
 
     return transact(run)
+
+
+def timed_out(
+    work_id: str, *, types: Sequence[str] = ("zendesk.ticket.replied",), **kw: object
+) -> Work:
+    """An attempt ends waiting (an executor that cannot resume) on a Wait for ``types``
+    whose timeout fires first: the Wait cancelled, the Work ready with nothing to run
+    it (exhausted), as the demo's support tickets end."""
+    x = running(work_id, **kw)
+    timeout = timer(f"{work_id}-timeout", work_id=work_id, fire_in=60, purpose="timeout")
+
+    def park(tx: Tx) -> None:
+        waiting = Outcome(OutcomeKind.WAITING, f"waiting for {' or '.join(types)}")
+        tx.put_execution(replace(tx.execution(x.id), state=ExecutionState.WAITING, outcome=waiting))
+        tx.put_work(replace(tx.work(work_id), state=WorkState.WAITING))
+        tx.put_wait(
+            Wait(
+                id=f"{work_id}-wait",
+                work_id=work_id,
+                execution_id=x.id,
+                types=tuple(types),
+                timeout_timer_id=timeout.id,
+                description=waiting.message,
+            )
+        )
+
+    def time_out(tx: Tx) -> Work:
+        tx.delete_timer(timeout.id, tx.timer(timeout.id).revision)
+        tx.put_wait(replace(tx.wait(f"{work_id}-wait"), state=WaitState.CANCELLED))
+        return tx.put_work(replace(tx.work(work_id), state=WorkState.READY))
+
+    transact(park)
+    return transact(time_out)
 
 
 def publish(data: bytes, media_type: str = "text/plain") -> ArtifactRef:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 import storage
+from storage import ExecutionState, WorkState
 from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
@@ -171,11 +172,57 @@ def test_the_errors_page_reads_in_one_view_with_a_pinned_query_count(
 ):
     from django.db import connections
 
-    # BEGIN, snapshot, stamp (2), the groups (1: one GROUP BY), COMMIT; the same with
-    # twice the groups.
-    with django_assert_num_queries(6, connection=connections["view"]):
+    # BEGIN, snapshot, stamp (2), the groups (1: one GROUP BY), the failed and
+    # exhausted totals (1: the filter's Work facets), COMMIT; the same with twice the
+    # groups.
+    with django_assert_num_queries(7, connection=connections["view"]):
         assert as_alice.get("/errors").status_code == 200
     for i in range(3):
         f.exhausted(f"more-{i}", message=f"quota {i} of kind {i} used up #{i}")
-    with django_assert_num_queries(6, connection=connections["view"]):
+    with django_assert_num_queries(7, connection=connections["view"]):
         assert as_alice.get("/errors").status_code == 200
+
+
+def _figures(html: str) -> dict[str, list[int]]:
+    """Each row's Work, Failed and Exhausted figures, by its data-group."""
+    rows = re.findall(r'<tr[^>]*data-group="([^"]+)">(.*?)</tr>', html, re.S)
+    cell = r'<td class="n">(?:<a href="[^"]*">)?([\d,]+)'
+    return {key: [int(n.replace(",", "")) for n in re.findall(cell, row)] for key, row in rows}
+
+
+def _tile(html: str, figure: str) -> int:
+    found = re.search(rf'data-figure="{figure}">.*?<span class="n">([\d,]+)</span>', html, re.S)
+    assert found is not None, figure
+    return int(found.group(1).replace(",", ""))
+
+
+def test_the_errors_page_accounts_for_every_failed_and_exhausted_work(as_alice, triage):
+    """Issue 34: Work whose Wait timed out is a group of its own, Work in no group is a
+    row of its own, and the rows add up to the dashboard's exhausted tile."""
+    for n in range(3):
+        f.timed_out(f"ticket-{n}", kind="support.ticket")
+    f.timed_out("order-1", types=("v2.order.paid", "v2.order.voided"))
+    f.finish(
+        f.start(f.work("handed-1").id).id, state=ExecutionState.HANDOFF, work_state=WorkState.READY
+    )
+
+    figures = _figures(as_alice.get("/errors").content.decode())
+    exhausted_tile = _tile(as_alice.get("/dashboard").content.decode(), "exhausted")
+
+    assert figures["timed out waiting for zendesk.ticket.replied"] == [3, 0, 3]
+    assert figures["timed out waiting for v2.order.paid or v2.order.voided"] == [1, 0, 1]
+    assert figures["(no group)"] == [1, 0, 1], "handed-1: its attempt handed off"
+    grouped = {k: v for k, v in figures.items() if not k.startswith("(")}
+    assert sum(v[2] for v in figures.values()) == exhausted_tile == 3 + 3 + 1 + 1
+    assert sum(v[1] for v in grouped.values()) == 1, "dead-1, failed for good"
+    assert sum(v[0] for v in figures.values()) == exhausted_tile + 1
+
+
+def test_the_no_group_row_links_the_lists_it_counts(as_alice, triage):
+    f.finish(
+        f.start(f.work("handed-1").id).id, state=ExecutionState.HANDOFF, work_state=WorkState.READY
+    )
+    html = as_alice.get("/errors", {"kind": "billing.charge"}).content.decode()
+    row = html.split('data-group="(no group)"')[1].split("</tr>")[0]
+    assert 'href="/?is=exhausted&amp;kind=billing.charge"' in row
+    assert "and 1 in none" in html

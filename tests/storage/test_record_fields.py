@@ -156,6 +156,9 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     # No record field: the series tally (migration 0014) is kept by every write, so a
     # format-6 writer must be stopped (RecordsNewer).
     7: (),
+    # No record field: Work.error_group also holds the group of a timed-out Wait
+    # (migration 0020), so a format-7 writer must be stopped (RecordsNewer).
+    8: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}

@@ -18,6 +18,7 @@ from storage import (
     OutcomeKind,
     Store,
     Tx,
+    WaitState,
     WorkOrder,
     WorkQuery,
     seconds,
@@ -25,7 +26,19 @@ from storage import (
 from storage.meaning.series import select_exhausted
 from storage.meaning.triage import NO_MESSAGE
 
-from ..support import FakeClock, fails, get_work, ids, make_execution, make_timer, make_work, tx
+from ..support import (
+    FakeClock,
+    fails,
+    get_work,
+    ids,
+    make_execution,
+    make_timer,
+    make_wait,
+    make_work,
+    park,
+    start_attempt,
+    tx,
+)
 from ._helpers import CANCELLED, COMPLETED, FAILED, READY, X_COMPLETED, X_FAILED
 
 OLDEST = WorkQuery(order=WorkOrder.CREATED_ASC)
@@ -193,3 +206,76 @@ def test_error_groups_count_failed_and_exhausted_work_only(store: Store, clock: 
     narrowed = tx(store, lambda t: t.error_groups(WorkQuery(kind="api.call")))
     assert [(g.key, g.count) for g in narrowed] == [("quota <n> of <n>", 2)]
     fails(store, Invalid, lambda t: t.error_groups(WorkQuery(), limit=-1), "a negative limit")
+
+
+def _ended_waiting(store: Store, work_id: str, types: list[str]) -> None:
+    """``work_id``'s first attempt ends ``waiting`` (an executor that cannot resume)
+    on a Wait for ``types`` with a timeout Timer, as the demo's support tickets do."""
+    lease = start_attempt(store, work_id=work_id, execution_id=f"{work_id}-x1")
+
+    def register(t: Tx) -> None:
+        timer = t.put_timer(
+            make_timer(
+                f"{work_id}-timeout", t.now + seconds(30), work_id=work_id, purpose="timeout"
+            )
+        )
+        wait = make_wait(
+            f"{work_id}-wait", work_id, f"{work_id}-x1", types=types, timeout_timer_id=timer.id
+        )
+        park(t, f"{work_id}-x1", wait, terminal=True)
+
+    tx(store, register, lease=lease)
+
+
+def _time_out(t: Tx, work_id: str) -> None:
+    """The runtime's timeout: the Timer fires, the Wait is cancelled, the Work is back
+    to ready with no Timer (exhausted: nothing will run it again)."""
+    timer = t.timer(f"{work_id}-timeout")
+    t.fire_timer(timer.id, timer.revision)
+    t.put_wait(replace(t.wait(f"{work_id}-wait"), state=WaitState.CANCELLED))
+    t.put_work(replace(t.work(work_id), state=READY))
+
+
+def test_a_timed_out_wait_groups_its_work_by_the_awaited_types(
+    store: Store, clock: FakeClock
+) -> None:
+    _ended_waiting(store, "ticket-1", ["zendesk.ticket.replied"])
+    _ended_waiting(store, "ticket-2", ["zendesk.ticket.replied"])
+    _ended_waiting(store, "order-1", ["v2.order.paid", "v2.order.voided"])
+    _ended_waiting(store, "still", ["zendesk.ticket.replied"])
+    assert get_work(store, "ticket-1").error_group == "", "an active Wait groups nothing"
+    clock.advance(31)
+    tx(store, lambda t: _time_out(t, "ticket-1"))
+
+    def reversed_order(t: Tx) -> None:
+        # Settled at commit: the Work first, then the Wait, groups the same.
+        t.put_work(replace(t.work("ticket-2"), state=READY))
+        t.put_wait(replace(t.wait("ticket-2-wait"), state=WaitState.CANCELLED))
+        timer = t.timer("ticket-2-timeout")
+        t.fire_timer(timer.id, timer.revision)
+
+    tx(store, reversed_order)
+    tx(store, lambda t: _time_out(t, "order-1"))
+
+    def read(t: Tx) -> dict[str, object]:
+        return {
+            "marks": {w.id: (w.exhausted, w.error_group) for w in t.works()},
+            "recomputed": _recomputed(t),
+            "groups": [(g.key, g.count, g.exhausted) for g in t.error_groups(WorkQuery())],
+        }
+
+    replied = "timed out waiting for zendesk.ticket.replied"
+    either = "timed out waiting for v2.order.paid or v2.order.voided"
+    assert tx(store, read) == {
+        "marks": {
+            "ticket-1": (True, replied),
+            "ticket-2": (True, replied),
+            "order-1": (True, either),
+            "still": (False, ""),
+        },
+        "recomputed": ["order-1", "ticket-1", "ticket-2"],
+        "groups": [(replied, 2, 2), (either, 1, 1)],
+    }
+    # Retried: the new attempt is the latest, which did not time out.
+    tx(store, lambda t: t.put_execution(make_execution("ticket-1-x2", "ticket-1", 2)))
+    assert get_work(store, "ticket-1").error_group == ""
