@@ -91,7 +91,7 @@ run: $(RUN_STAMP)
 
 # Retake docs/screenshot.png (the README's picture) with the browser test that draws it.
 screenshot: venv chromium
-	CONDUIT_UPDATE_SCREENSHOT=1 $(VENV)/bin/pytest tests/console/test_browser.py -k screenshot -q
+	CONDUIT_UPDATE_SCREENSHOT=1 $(VENV)/bin/pytest tests/console/browser/test_browser.py -k screenshot -q
 
 # Benchmarks (bench/README.md): quick sizes, report in bench/report.md; BENCH_FULL=1 for
 # the full sizes, report in bench/RESULTS.md. Figures only: a missed target fails nothing.

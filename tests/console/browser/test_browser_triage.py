@@ -3,21 +3,12 @@ through Playwright): the row checkboxes and bulk buttons come back with every sw
 the list (a live poll, a facet, a sort, a page), a selection pauses the polls and says
 so, and the live indicator goes offline when polls fail and recovers by itself."""
 
-import os
 import re
 
 import pytest
 
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-# The browser and its error log are test_browser's fixtures, shared rather than
-# repeating the Chromium setup.
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -3,18 +3,10 @@ workflow from the Workflows list by searching its attempt's ID prefix (what an a
 gives), opens its page and reads its state, envelope and attempt. The strict CSP
 must hold on both pages (console_errors collects violations)."""
 
-import os
-
 import pytest
 
 from tests.console import routedfactories as rf
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

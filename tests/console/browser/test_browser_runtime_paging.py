@@ -3,20 +3,12 @@ Waits than a page: a real poll refreshes the first page after a Wait ends elsewh
 then the operator follows "Newer" to the second page (which does not poll) and
 "Older" back to the first (which polls again), with no sideways scroll."""
 
-import os
-
 import pytest
 
 from storage import WaitState
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
+from tests.console.browser.support import sign_in
 from tests.console.test_runtime_paging import parked_at_once
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
 
 pytestmark = [
     pytest.mark.browser,

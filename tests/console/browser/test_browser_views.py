@@ -9,13 +9,7 @@ import pytest
 
 from console.saved.models import SavedView
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

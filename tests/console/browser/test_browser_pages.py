@@ -2,7 +2,7 @@
 axe (vendored, tests/vendor/) finds no serious or critical violation in the light or
 the dark theme, at 360x800 and at 1440x900.
 
-One browser serves the module; each size is one test that seeds the store once
+One browser serves the session (the conftest's); each size is one test that seeds the store once
 (through the same factories as the other console tests, long IDs in every region) and
 walks every page, collecting what it finds, so one run reports every page at once:
 seeding and signing in per page would cost more than the checks.
@@ -11,8 +11,7 @@ seeding and signing in per page would cost more than the checks.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,11 +20,9 @@ import pytest
 from tests.console import factories as f
 from tests.console import routedfactories as rt
 from tests.console import run_record_factories as rf
-from tests.console.test_browser import ARGS, CHROMIUM, TIMEOUT
+from tests.console.browser.support import TIMEOUT
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
-
-AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).resolve().parents[2] / "vendor" / "axe-core" / "axe.min.js"
 PHONE = {"width": 360, "height": 800}
 DESKTOP = {"width": 1440, "height": 900}
 GRAVE = ("serious", "critical")
@@ -74,18 +71,6 @@ def seed() -> dict[str, str]:
     rt.pipeline()
     rt.paused()
     return {"workflow": workflow}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def sign_in(browser, url: str) -> object:

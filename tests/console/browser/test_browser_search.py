@@ -3,19 +3,11 @@ an Event ID prefix from an alert lands on the Event, a bare ``failed`` offers
 ``state:failed`` as a link that filters the list, and a failed attempt's log tail
 is readable on its Work page without a download."""
 
-import os
-
 import pytest
 
 from storage import ExecutionState, WorkState
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -2,19 +2,11 @@
 whole text stays in the page, and the copy button puts the whole ID on the clipboard
 and says "Copied" in a live region (one listener in console.js, no inline script)."""
 
-import os
-
 import pytest
 
 from storage import ExecutionState, WorkState
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -3,20 +3,10 @@ leads to a run page whose tree shows scopes, a Retry group, a stream frontier an
 validator's findings, under the strict CSP, collapsible without JavaScript's help; values
 decoded beside their restore check, a long one behind a "show all" <details>."""
 
-import os
-
 import pytest
 
 from tests.console import run_record_factories as rf
-from tests.console import test_browser
-from tests.console.test_browser import TIMEOUT, sign_in
-
-# The browser and its error log are test_browser's fixtures, shared rather than
-# repeating the Chromium setup.
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import TIMEOUT, sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -4,21 +4,13 @@ the second confirms the cancel it opened before and is told in place that the
 workflow changed since it loaded it, with the confirmation re-read below the
 message. Without script the same stale form answers with the full 409 page."""
 
-import os
-
 import pytest
 from django.contrib.auth.models import Permission
 
 from storage.routed.enums import ControlCommand, WorkflowStatus
 from tests.console import routedcontrol as rc
 from tests.console import routedfactories as rf
-from tests.console import test_browser
-from tests.console.test_browser import TIMEOUT, sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import TIMEOUT, sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -2,18 +2,10 @@
 leaves the list still and says "1 new, show"; the button brings it in; a 204 renews
 the stamp the next poll sends."""
 
-import os
-
 import pytest
 
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -2,20 +2,13 @@
 confirmation opens under the row (the live polls pause while it is open), a preset
 reason is one click, acting returns to the same list with the result flashed."""
 
-import os
 import re
 
 import pytest
 
 from storage import WorkState
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

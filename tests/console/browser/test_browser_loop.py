@@ -4,19 +4,12 @@ on a row, rows selected across two real polls (selection and buttons still there
 "Retry all matching" over more than 1,000 Work with its progress and summary, and
 the retried Work gone from the list."""
 
-import os
 import re
 
 import pytest
 
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

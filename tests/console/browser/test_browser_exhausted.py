@@ -5,7 +5,6 @@ run (past the 1,000 form fields Django accepts), Work in backoff is left alone, 
 retried Work leaves the list; on the Errors page one group is retried and leaves, the
 other stays. "The rest" beyond the cap: test_bulk_at_scale."""
 
-import os
 import re
 
 import pytest
@@ -13,13 +12,7 @@ import pytest
 from console.actions import BULK_CAP
 from storage.default import default_store
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

@@ -7,8 +7,6 @@ sees no buttons and a forged POST is refused.
 One journey in one page on purpose: each step starts from the state the last one
 left, as an operator's session does, and the browser starts once (CI budget)."""
 
-import os
-
 import pytest
 from django.contrib.auth.models import Permission
 
@@ -17,13 +15,7 @@ from storage.routed.enums import AttemptStatus, WorkflowStatus
 from storage.routed.errors import LeaseFenced
 from tests.console import routedcontrol as rc
 from tests.console import routedfactories as rf
-from tests.console import test_browser
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,

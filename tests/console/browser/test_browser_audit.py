@@ -5,20 +5,13 @@ the reasons in the Event stream filtered by actor, opens the preset "My actions 
 the last 24 h", and pages back through a history longer than a page on a phone.
 axe-clean in both themes, no sideways scroll at 360 px."""
 
-import os
 import re
 
 import pytest
 
 from tests.console import factories as f
-from tests.console import test_browser
+from tests.console.browser.support import sign_in
 from tests.console.pagechecks import fits_and_passes_axe, sideways
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
 
 pytestmark = [
     pytest.mark.browser,

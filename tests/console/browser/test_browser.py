@@ -1,8 +1,5 @@
-"""The console in a real browser: Debian's Chromium driven by Playwright.
-
-Playwright's sync API keeps an event loop in this thread, where Django refuses
-database calls unless DJANGO_ALLOW_ASYNC_UNSAFE is set; the seeding helpers run here
-while the live server answers from its own thread, so it is set for this module.
+"""The console in a real browser: Debian's Chromium driven by Playwright. The browser,
+the page and its error log are the fixtures of tests/console/browser/conftest.py.
 """
 
 import os
@@ -10,71 +7,21 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from storage.ops.manual import MANUAL_SOURCE
 from tests.console import factories as f
+from tests.console.browser.support import TIMEOUT, sign_in
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = Path("/usr/bin/chromium")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCREENSHOT = REPO / "docs" / "screenshot.png"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-TIMEOUT = 15_000  # ms
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True, databases=["default", "view"]),
 ]
-
-
-@pytest.fixture
-def console_errors() -> list[str]:
-    """Errors the page logged: a CSP violation (inline style, eval, a CDN) lands here."""
-    return []
-
-
-@pytest.fixture
-def browser_page(live_server, alice, console_errors) -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: apt-get install -y chromium "
-            "(or deselect these tests locally with -m 'not browser')"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        context = browser.new_context(
-            viewport={"width": 1440, "height": 900}, accept_downloads=True
-        )
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT)
-        page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
-        page.on("pageerror", lambda e: console_errors.append(str(e)))
-        yield page
-        context.close()
-        browser.close()
-
-
-def sign_in(page, live_server, next_path: str = "/") -> None:
-    page.goto(f"{live_server.url}{next_path}")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "password")
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/accounts/login/" not in url)
 
 
 def seed_fleet() -> None:
