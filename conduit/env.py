@@ -49,6 +49,14 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
 
 
+def env_seconds(name: str, default: int) -> int:
+    """A whole number of seconds, zero or more; anything else is an error."""
+    value = env_int(name, default)
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must be 0 or more seconds, got {value}")
+    return value
+
+
 def env_path(name: str, default: Path, *, base: Path) -> Path:
     """A filesystem path; `~` is expanded and relative paths are taken from `base`."""
     raw = os.environ.get(name)

@@ -27,6 +27,7 @@ from conduit.env import (
     env_list,
     env_networks,
     env_path,
+    env_seconds,
     env_str,
 )
 from conduit.files import private_folder, private_sqlite_files
@@ -95,6 +96,10 @@ if env_bool("CONDUIT_PROXY_SSL_HEADER", False):
 CSRF_TRUSTED_ORIGINS = env_list("CONDUIT_CSRF_TRUSTED_ORIGINS", [])
 
 CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
+# How late a Timer may be before the console calls it overdue (the dashboards' tile and
+# list, the Timers page's overdue tab): a healthy runtime fires a Timer a moment after
+# it is due, which is no alarm. One setting for every figure of overdue Timers.
+CONSOLE_OVERDUE_GRACE_SECONDS = env_seconds("CONSOLE_OVERDUE_GRACE_SECONDS", 30)
 # The run page decodes node outputs with the value codecs of whoever wrote the runs: a
 # dotted path to a callable returning a storage.run_records.ValueCatalog (or Codecs). The
 # project composes it here because neither storage nor the console may import the

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from console.attempts import LastTry, read_last_tries
+from console.overdue import grace_seconds, overdue_by
 from console.polling import polled_view
 from console.scopes import Subtree, ancestors, subtree
 from console.urlstate import FilterError
@@ -127,11 +128,12 @@ class Dashboard:
     first_failed: Work | None  # the window's earliest failure: "since when"
     longest_running: list[Execution]
     expired: list[Execution]  # running attempts whose lease expired, oldest expiry first
-    overdue: list[Timer]  # due Timers, earliest first
+    overdue: list[Timer]  # Timers late by more than ``grace``, earliest first
     # How many of each there are; the lists above hold the first LIST_SIZE only.
     expired_count: int
     overdue_count: int
     tries: dict[str, LastTry]  # the listed Work's last attempts (exhausted, oldest waiting)
+    grace: int = 0  # seconds a Timer may be late before it counts as overdue
 
 
 def auto_window(tx: Tx, now: int) -> Window:
@@ -175,6 +177,9 @@ def read_dashboard(
         failed = frozenset({WorkState.FAILED})
         first_failure = replace(oldest, states=failed, updated_since=buckets.start, limit=1)
         exhausted = tx.exhausted_works(oldest)
+        # Overdue: late by more than the grace (a Timer about to fire is no alarm).
+        grace = grace_seconds()
+        late = overdue_by(now)
         oldest_waiting = tx.query_works(replace(oldest, states=waiting))
         return Dashboard(
             now=now,
@@ -197,9 +202,10 @@ def read_dashboard(
             first_failed=next(iter(tx.query_works(first_failure)), None),
             longest_running=tx.running_executions(listed, LIST_SIZE),
             expired=tx.expired_executions(now, listed, LIST_SIZE),
-            overdue=tx.overdue_timers(now, listed, LIST_SIZE),
+            overdue=tx.overdue_timers(late, listed, LIST_SIZE),
             expired_count=tx.count_expired_executions(now, listed),
-            overdue_count=tx.count_overdue_timers(now, listed),
+            overdue_count=tx.count_overdue_timers(late, listed),
+            grace=grace,
             tries=read_last_tries(tx, list({w.id: w for w in exhausted + oldest_waiting}.values())),
         )
 

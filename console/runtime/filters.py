@@ -145,13 +145,16 @@ def parse_wait_filter(data: QueryDict) -> WaitFilter:
 
 @dataclass(frozen=True, slots=True)
 class TimerFilter:
-    """The Timers page's URL: ``due=1`` (due and overdue Timers only) and ``size``."""
+    """The Timers page's URL: ``due=1`` (Timers past their fire time), ``overdue=1``
+    (past it by more than the grace, ``console.overdue``: what the dashboards count;
+    it wins over ``due``) and ``size``."""
 
     due: bool = False
     size: int = DEFAULT_PAGE_SIZE
+    overdue: bool = False
 
     def params(self) -> list[tuple[str, str]]:
-        out = [("due", "1")] if self.due else []
+        out = [("overdue", "1")] if self.overdue else [("due", "1")] if self.due else []
         return out + ([("size", str(self.size))] if self.size != DEFAULT_PAGE_SIZE else [])
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
@@ -160,10 +163,12 @@ class TimerFilter:
 
 def parse_timer_filter(data: QueryDict) -> TimerFilter:
     errors: dict[str, str] = {}
-    due = data.get("due", "")
+    due, overdue = data.get("due", ""), data.get("overdue", "")
     if due not in ("", "0", "1"):
         errors["due"] = f"due is 1 (due and overdue Timers only) or 0 (all), not {due!r}."
+    if overdue not in ("", "0", "1"):
+        errors["overdue"] = f"overdue is 1 (overdue Timers only) or 0 (all), not {overdue!r}."
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
-    return TimerFilter(due == "1", size)
+    return TimerFilter(due == "1" and overdue != "1", size, overdue == "1")

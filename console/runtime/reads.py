@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from console.attempts import attempt_label
+from console.overdue import overdue_by
 from console.polling import polled_view, read
 from console.runtime.execfilter import ExecutionFilter
 from console.runtime.filters import PageCursor, StartedFilter, TimerFilter, WaitFilter
@@ -221,11 +222,13 @@ def read_timer_page(
     f: TimerFilter, cursor: PageCursor, seen: str = "", now: int | None = None
 ) -> KeysetPage[Timer] | None:
     """A page of Timers by fire time, earliest (most overdue) first, ties by ID; with
-    ``due``, only those due by the View's time. Queries: the page (1, or 2 when a page
+    ``due``, only those due by the View's time; with ``overdue``, only those late by
+    more than the grace (``console.overdue``). Queries: the page (1, or 2 when a page
     back reaches the start) and the selection's count (1, an index count)."""
 
     def build(tx: Tx, stamp: str) -> KeysetPage[Timer]:
-        base = TimerQuery(due_by=tx.now if f.due else None)
+        due_by = overdue_by(tx.now) if f.overdue else tx.now if f.due else None
+        base = TimerQuery(due_by=due_by)
 
         def read(after: Any, before: Any, limit: int) -> list[Timer]:
             q = replace(base, after=_timer_key(after), before=_timer_key(before), limit=limit)
@@ -236,7 +239,7 @@ def read_timer_page(
         return KeysetPage(tx.now, stamp, timers, total, first, next_key, prev_key)
 
     # Time alone makes a Timer due: the due list re-renders once a minute at least.
-    return polled_view(seen, build, now=now, period=60 * 10**9 if f.due else 0)
+    return polled_view(seen, build, now=now, period=60 * 10**9 if f.due or f.overdue else 0)
 
 
 @dataclass(frozen=True, slots=True)

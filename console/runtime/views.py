@@ -8,6 +8,7 @@ from django.http import HttpResponse
 
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page, render_region
+from console.overdue import grace_seconds, overdue_by
 from console.polling import seen_stamp, unchanged
 from console.runtime.execfilter import (
     STATE_CHOICES,
@@ -110,8 +111,8 @@ def waits(request: HtmxHttpRequest) -> HttpResponse:
 
 @page
 def timers(request: HtmxHttpRequest) -> HttpResponse:
-    """Timers, earliest fire time first, in keyset pages; ``due=1`` keeps the due and
-    overdue ones (a preset)."""
+    """Timers, earliest fire time first, in keyset pages; ``due=1`` keeps the due
+    ones, ``overdue=1`` those late by more than the grace (a preset)."""
     try:
         f = parse_timer_filter(request.GET)
         cursor = parse_page_cursor(request.GET)
@@ -121,6 +122,7 @@ def timers(request: HtmxHttpRequest) -> HttpResponse:
     if listing is None:
         return unchanged()
     context = {"page": listing, "filter": f, "sizes": PAGE_SIZES, **_pager(f, listing)}
+    context |= {"grace": grace_seconds(), "overdue_at": overdue_by(listing.now)}
     return render_region(request, "console/timers.html", "live", context)
 
 

@@ -79,8 +79,8 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         "timers-overdue",
         "Timers overdue",
-        "Timers due now or overdue",
-        _page("timers", "?due=1"),
+        "Timers late by more than the grace (CONSOLE_OVERDUE_GRACE_SECONDS, 30 s unless set)",
+        _page("timers", "?overdue=1"),
     ),
 )
 BY_KEY = {p.key: p for p in PRESETS}

@@ -124,7 +124,10 @@ def independent(root: str | None, now: int) -> dict[str, object]:
                 and w.id not in timed
             ),
             "expired": sum(1 for x in running if x.lease_expires_at <= now),
-            "overdue": sum(1 for t in tx.due_timers(now) if root is None or t.work_id in live_ids),
+            # Late by more than the default grace (CONSOLE_OVERDUE_GRACE_SECONDS, 30 s).
+            "overdue": sum(
+                1 for t in tx.due_timers(now - 30 * 10**9) if root is None or t.work_id in live_ids
+            ),
             "waiting": [
                 w.id
                 for w in sorted(works, key=lambda w: (w.updated_at, w.id))
@@ -249,7 +252,7 @@ def test_lists_show_what_an_operator_acts_on(as_alice):
     f.exhausted("stuck", scope_id="acme")
     f.running("lapsed", scope_id="acme", lease=0.001)
     f.running("fine", scope_id="acme", lease=600)
-    f.parked("late", scope_id="acme", timeout_in=-5)
+    f.parked("late", scope_id="acme", timeout_in=-60)
 
     page = as_alice.get("/dashboard/acme").content.decode()
 
