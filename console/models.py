@@ -1,5 +1,6 @@
 """The console's own rows (never storage's): what an operator said when acting on a
-routed run, and the permissions that authorise those actions.
+routed run, and the permissions that authorise every operator action (Work and routed:
+``console.access``).
 
 ``RoutedActionNote`` is the audit of ``console.routed.actions``: the routed-run
 records keep the actor and the idempotency key, but a ``ControlRequest`` (verbatim
@@ -32,9 +33,11 @@ class RoutedActionNote(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        # Only these two: the note itself is written by the actions, never edited.
+        # The console's action permissions (console/access.py), on its one model of
+        # actions; none of Django's defaults: a note is written by actions, never edited.
         default_permissions = ()
         permissions = [
+            ("work_control", "Work actions: cancel and retry (one Work or in bulk)"),
             ("routed_control", "runs:control (pause, resume, cancel, restart, continue)"),
             ("routed_amend_limits", "runs:amend_limits (raise a workflow's ceilings)"),
         ]

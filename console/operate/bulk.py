@@ -26,7 +26,7 @@ from console.forms import ActionForm
 from console.http import HtmxHttpRequest
 from console.operate.reads import read_bulk_plan
 from console.operate.sweep import Sweep, describe, parse_range, read_sweep
-from console.operate.views import operator_view, recover
+from console.operate.views import recover, work_action
 from console.polling import read
 from console.urlstate import FilterError
 from console.works.filters import WorkFilter, parse_work_filter
@@ -77,7 +77,7 @@ def _asked(
 
 
 @require_POST
-@operator_view
+@work_action
 def bulk_review(request: HtmxHttpRequest) -> HttpResponse:
     """The list's bulk form: "all matching" goes to its confirmation as the filter's
     URL; "selected" is confirmed here."""
@@ -91,7 +91,7 @@ def bulk_review(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@operator_view
+@work_action
 def bulk_confirm(request: HtmxHttpRequest) -> HttpResponse:
     """The confirmation: one run over what the filter matches (from ``from``), or the
     selected rows (``work``, kept for links made before the list's form POSTed)."""
@@ -110,7 +110,7 @@ def bulk_confirm(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_POST
-@operator_view
+@work_action
 def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
     """Act on the eligible Work of the confirmed run (re-read from the filter and its
     range) or of the selected IDs; an invalid form shows the confirmation again (400)."""
@@ -162,7 +162,7 @@ def _do(
 
 
 @require_GET
-@operator_view
+@work_action
 def bulk_progress(request: HtmxHttpRequest) -> HttpResponse:
     """How far the bulk action submitted with ``token`` has got: the region the
     confirmation polls while its POST runs (the POST's answer replaces it)."""

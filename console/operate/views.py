@@ -11,19 +11,17 @@ from collections.abc import Callable
 from urllib.parse import quote
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from console.access import operator_required
+from console.access import WORK_CONTROL, action_view
 from console.actions import REQUEST_RECOVERY_SCAN as RECOVERY_SCAN
 from console.actions import do_cancel_work, do_retry_work, message, new_token
-from console.errors import storage_errors
 from console.forms import ActionForm
-from console.http import HtmxHttpRequest, View, local_next, wants_fragment
+from console.http import HtmxHttpRequest, local_next, wants_fragment
 from console.operate.reads import read_action_preview
 from storage import StorageError
 from storage.default import default_store
@@ -35,10 +33,8 @@ FULL = "console/action_confirm.html"
 DoAction = Callable[..., ActionResult]
 
 
-def operator_view(view: View) -> View:
-    """Signed in (else the login page), an operator on a writable console (else 403),
-    storage errors as status pages."""
-    return login_required(operator_required(storage_errors(view)))
+# Signed in, holding the Work permission on a writable console, storage errors as pages.
+work_action = action_view(WORK_CONTROL)
 
 
 def recover() -> None:
@@ -51,14 +47,14 @@ def recover() -> None:
 
 
 @require_http_methods(["GET", "POST"])
-@operator_view
+@work_action
 def cancel_work(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     """Cancel one Work: its confirmation page, then the cancel."""
     return _one_work(request, Action.CANCEL, do_cancel_work, work_id)
 
 
 @require_http_methods(["GET", "POST"])
-@operator_view
+@work_action
 def retry_work(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     """Retry one exhausted Work: its confirmation page, then the new attempt."""
     return _one_work(request, Action.RETRY, do_retry_work, work_id)

@@ -19,6 +19,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
+from console.access import SCOPE_PERMISSION, refusal
 from console.actions import BULK_YIELD_MAX, new_token
 from console.errors import storage_errors
 from console.forms import ActionForm
@@ -38,7 +39,6 @@ from storage.routed.rules.listing import MAX_PAGE
 from storage.routed.store import RoutedStore
 
 from .actions import RoutedAction, RoutedResult, actor_of, check_request, note, note_token
-from .authority import refusal
 from .previews import allowed_actions
 
 TEMPLATE = "console/routed/bulk.html"
@@ -227,7 +227,7 @@ def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
     what the filter matches now (re-read), then the summary."""
     data = request.POST if request.method == "POST" else request.GET
     act = _action(data)
-    refused = refusal(request, act.authority)
+    refused = refusal(request, SCOPE_PERMISSION[act.authority])
     if refused is not None:
         return refused
     # The confirmation carries the list's filter as one field: its facet ``reason``

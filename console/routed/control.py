@@ -22,13 +22,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from console.access import SCOPE_PERMISSION, refusal
 from console.actions import new_token
 from console.errors import storage_errors
 from console.http import HtmxHttpRequest, local_next, wants_fragment
 from storage.default import default_routed_store
 
 from . import actions as a
-from .authority import refusal
 from .forms import EXACT, AmendForm, ControlForm, RestartForm
 from .previews import Preview, read_preview
 
@@ -55,7 +55,7 @@ def workflow_action(request: HtmxHttpRequest, action: str, workflow_id: str) -> 
     act = _BY_SLUG.get(action)
     if act is None:
         raise Http404(f"no routed-run action {action!r}")
-    refused = refusal(request, act.authority)
+    refused = refusal(request, SCOPE_PERMISSION[act.authority])
     if refused is not None:
         return refused
     back = local_next(request)

@@ -14,18 +14,18 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from console.access import ROUTED_CONTROL, refusal
 from console.actions import new_token
 from console.errors import storage_errors
 from console.http import HtmxHttpRequest, local_next
 from storage.default import default_routed_store
-from storage.routed.enums import AuthorityScope, DeploymentStatus
+from storage.routed.enums import DeploymentStatus
 from storage.routed.ids import DeploymentID
 from storage.routed.records import AliasRecord, DeploymentRecord, Stored
 from storage.routed.rules import RoutedRules
 from storage.routed.rules.base import check_text
 
 from . import actions as a
-from .authority import refusal
 from .forms import AliasForm, DeploymentForm
 
 TEMPLATE = "console/routed/confirm_deploy.html"
@@ -39,7 +39,7 @@ def deployment_status(request: HtmxHttpRequest, action: str, deployment_id: str)
     act = _STATUS_ACTIONS.get(action)
     if act is None:
         raise Http404(f"no deployment action {action!r}")
-    refused = refusal(request, AuthorityScope.CONTROL)
+    refused = refusal(request, ROUTED_CONTROL)
     if refused is not None:
         return refused
     dep = default_routed_store().get_deployment(DeploymentID.parse(deployment_id))
@@ -70,7 +70,7 @@ def deployment_status(request: HtmxHttpRequest, action: str, deployment_id: str)
 @login_required
 @storage_errors
 def alias_repoint(request: HtmxHttpRequest, alias: str) -> HttpResponse:
-    refused = refusal(request, AuthorityScope.CONTROL)
+    refused = refusal(request, ROUTED_CONTROL)
     if refused is not None:
         return refused
     check_text("alias", alias)  # a NUL or a lone surrogate is a 400, not a driver error

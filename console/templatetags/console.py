@@ -206,20 +206,20 @@ def poll_choice(context: template.Context) -> int:
 
 @register.simple_tag(takes_context=True)
 def may_act(context: template.Context) -> bool:
-    """Whether to show operator actions: an operator, and the console not read-only."""
-    from console.access import can_act
+    """Whether to show the Work actions: the Work permission, the console not read-only."""
+    from console.access import WORK_CONTROL, may
 
-    return can_act(context["request"])
+    return may(context["request"], WORK_CONTROL)
 
 
 @register.simple_tag(takes_context=True)
 def role(context: template.Context) -> str:
     from django.conf import settings
 
-    from console.access import is_operator
+    from console.access import WORK_CONTROL, holds
 
     request = context["request"]
-    if not is_operator(request.user):
+    if not holds(request.user, WORK_CONTROL):
         return "viewer"
     return "operator, read-only" if settings.CONSOLE_READ_ONLY else "operator"
 

@@ -11,9 +11,9 @@ from django import template
 from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
 
+from console.access import SCOPE_PERMISSION, may
 from console.paths import id_url
 from console.routed.actions import RoutedAction, notes_for
-from console.routed.authority import scopes_of
 from console.routed.previews import allowed_actions
 from console.templatetags.console import esc, visible, when
 from console.templatetags.routed import routed_badge, workflow_url
@@ -25,7 +25,7 @@ register = template.Library()
 def _scopes(request: HttpRequest) -> frozenset[AuthorityScope]:
     scopes = getattr(request, "_routed_scopes", None)
     if scopes is None:
-        scopes = scopes_of(request)
+        scopes = frozenset(s for s, perm in SCOPE_PERMISSION.items() if may(request, perm))
         request._routed_scopes = scopes  # type: ignore[attr-defined]  # once per request, not per row
     return frozenset(scopes)
 

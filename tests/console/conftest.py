@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 
-from console.access import OPERATORS_GROUP
+from console.access import WORK_CONTROL
 from storage.default import reset_defaults
 
 DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
@@ -30,9 +30,13 @@ def fresh_store(settings, tmp_path) -> Iterator[None]:
 
 @pytest.fixture
 def alice(django_user_model):
-    """An operator: member of the "operators" group, not a superuser."""
-    # Flushing between transactional tests removes the migration's group: recreate it.
-    group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
+    """An operator of Work: member of the "operators" group, which holds the Work
+    permission (``console.work_control``), not a superuser. Routed authority is given
+    per test, as a test needs it."""
+    # Flushing between transactional tests removes the migration's group and its
+    # grants: recreate the group with the Work permission.
+    group, _ = Group.objects.get_or_create(name="operators")
+    group.permissions.add(Permission.objects.get(codename=WORK_CONTROL.split(".", 1)[1]))
     user = django_user_model.objects.create_user(username="alice", password="password")
     user.groups.add(group)
     return user

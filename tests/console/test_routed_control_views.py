@@ -8,9 +8,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from console.access import SCOPE_PERMISSION
 from console.actions import new_token
 from console.routed import actions as a
-from console.routed.authority import PERMISSION
 from storage.routed.enums import AttemptStatus, AuthorityScope, WorkflowStatus
 from tests.console import routedcontrol as rc
 from tests.console import routedfactories as rf
@@ -24,7 +24,7 @@ AMEND = AuthorityScope.AMEND_LIMITS
 def person(django_user_model, name: str, *scopes: AuthorityScope) -> Client:
     user = django_user_model.objects.create_user(username=name, password="password")
     for scope in scopes:
-        codename = PERMISSION[scope].split(".", 1)[1]
+        codename = SCOPE_PERMISSION[scope].split(".", 1)[1]
         user.user_permissions.add(Permission.objects.get(codename=codename))
     client = Client()
     client.force_login(user)

@@ -1,8 +1,9 @@
 """Cancel or retry a Work from the shell, exactly as the console's button does:
 ``manage.py console_action cancel WORK_ID --user alice --reason "stuck since 3am"``.
 
-The user must be an active operator; CONSOLE_READ_ONLY refuses it as it refuses the
-console. ``--token`` makes a retried invocation idempotent (default: a fresh token).
+The user must be active and hold ``console.work_control`` (the "operators" group
+does); CONSOLE_READ_ONLY refuses it as it refuses the console. ``--token`` makes a
+retried invocation idempotent (default: a fresh token).
 """
 
 from typing import Any
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console.access import is_operator
+from console.access import WORK_CONTROL, holds
 from console.actions import do_cancel_work, do_retry_work, message, new_token
 from storage import StorageError
 from storage.default import default_store
@@ -32,8 +33,8 @@ class Command(BaseCommand):
         if settings.CONSOLE_READ_ONLY:
             raise CommandError("the console is read-only (CONSOLE_READ_ONLY): no actions")
         user = get_user_model().objects.filter(username=options["user"]).first()
-        if user is None or not is_operator(user):
-            raise CommandError(f"{options['user']!r} is not an active operator")
+        if user is None or not holds(user, WORK_CONTROL):
+            raise CommandError(f"{options['user']!r} is not an active operator ({WORK_CONTROL})")
         do = do_cancel_work if options["action"] == Action.CANCEL else do_retry_work
         try:
             result = do(

@@ -13,9 +13,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from console.access import SCOPE_PERMISSION, holds
 from console.actions import new_token
 from console.routed import actions as a
-from console.routed.authority import holds
 from storage import StorageError
 from storage.default import default_routed_store
 from storage.routed.ids import WorkflowID
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         if settings.CONSOLE_READ_ONLY:
             raise CommandError("the console is read-only (CONSOLE_READ_ONLY): no actions")
         user = get_user_model().objects.filter(username=options["user"]).first()
-        if user is None or not holds(user, act.authority):
+        if user is None or not holds(user, SCOPE_PERMISSION[act.authority]):
             raise CommandError(f"{options['user']!r} does not hold {act.authority.value}")
         routed = default_routed_store()
         common: dict[str, Any] = {
