@@ -52,6 +52,7 @@ from storage import (
     WorkState,
     seconds,
     view,
+    wakes,
     wall_clock,
 )
 from storage.artifacts import FileArtifactStore
@@ -435,7 +436,7 @@ class Simulator:
         tx.mark_routed(event.id, target.id, "routed")
         self.stats["routed"] += 1
         for wait in tx.active_waits(target.id):
-            if _wakes(wait, stored):
+            if wakes(wait, stored):
                 return self._wake(tx, wait, stored)
         return None
 
@@ -584,12 +585,3 @@ def _poisson(rng: random.Random, mean: float) -> int:
         if p <= limit:
             return k
         k += 1
-
-
-def _wakes(wait: Wait, stored: StoredEvent) -> bool:
-    """A minimal B04 match: after the boundary, of a listened type, on a listened key."""
-    if stored.sequence <= wait.after_sequence:
-        return False
-    if wait.types and stored.event.type not in wait.types:
-        return False
-    return not wait.keys or bool(set(wait.keys) & set(stored.event.keys))

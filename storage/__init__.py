@@ -39,6 +39,9 @@ from .errors import (
 )
 from .meaning.query import select_facets, select_works
 from .meaning.triage import error_key
+from .meaning.wakes import Miss as WaitMiss
+from .meaning.wakes import misses as wait_misses
+from .meaning.wakes import wakes
 from .readonly import read_only, view
 from .records import (
     LIVE_EXECUTION_STATES,
@@ -142,6 +145,7 @@ __all__ = [
     "Viewer",
     "Wait",
     "WaitKey",
+    "WaitMiss",
     "WaitState",
     "Work",
     "WorkFacets",
@@ -157,5 +161,7 @@ __all__ = [
     "select_works",
     "to_ns",
     "view",
+    "wait_misses",
+    "wakes",
     "wall_clock",
 ]
