@@ -10,6 +10,7 @@ from console.attempts import LastTry, attempt_label, last_try, read_last_tries, 
 from console.polling import polled_view
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
+from console.works.waiting import WhyWaiting, explain_waits
 from storage import (
     Execution,
     StoredEvent,
@@ -114,11 +115,12 @@ class WorkDetail:
     last_try: LastTry
     attempt_labels: dict[str, str]  # Execution ID -> what happened to it, in words
     wait_labels: dict[str, str]  # Wait ID -> active, or how it ended
+    waiting: list[WhyWaiting]  # the active Waits explained (console.works.waiting)
 
 
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
     """Queries: the stamp (2), the Work (1), children (1), attempts (1), timeline (1),
-    Waits (1), Timers (1)."""
+    Waits (1), Timers (1), and one per active Wait (its near misses)."""
 
     def build(tx: Tx, stamp: str) -> WorkDetail:
         work = tx.work(work_id)
@@ -145,6 +147,7 @@ def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
             last_try=last_try(work, attempts[0] if attempts else None, timers, waits),
             attempt_labels={x.id: attempt_label(x, waits, work.state) for x in attempts},
             wait_labels={w.id: wait_label(w, work.state) for w in waits},
+            waiting=explain_waits(tx, waits, timers),
         )
 
     return polled_view(seen, build)

@@ -202,6 +202,7 @@ def event(
     route: str = "",
     actor: str = "",
     schema: str = "test.payload",
+    keys: Sequence[tuple[str, str]] = (),
 ) -> StoredEvent:
     def run(tx: Tx) -> StoredEvent:
         tx.accept_event(
@@ -213,6 +214,7 @@ def event(
                 work_id=work_id,
                 causation_id=causation,
                 actor=actor,
+                keys=tuple(CorrelationKey(s, e) for s, e in keys),
                 payload=Payload(schema, json.dumps(data).encode()) if data else None,
             )
         )
@@ -249,8 +251,17 @@ def timer(
     return transact(run)
 
 
-def parked(work_id: str, *, timeout_in: float = 3600, **kw: object) -> Wait:
-    """A running attempt parks on a Wait with a timeout Timer; the Work waits."""
+def parked(
+    work_id: str,
+    *,
+    timeout_in: float = 3600,
+    wait_keys: Sequence[tuple[str, str]] = (),
+    after_latest: bool = False,
+    **kw: object,
+) -> Wait:
+    """A running attempt parks on a Wait with a timeout Timer; the Work waits. The Wait
+    listens on ``wait_keys`` (none: any key), after the latest accepted Event when
+    ``after_latest`` (else from the start)."""
     x = running(work_id, **kw)
     timer(f"{work_id}-timeout", work_id=work_id, fire_in=timeout_in, purpose="timeout")
 
@@ -266,6 +277,8 @@ def parked(work_id: str, *, timeout_in: float = 3600, **kw: object) -> Wait:
                 work_id=work_id,
                 execution_id=x.id,
                 types=("approval.granted",),
+                keys=tuple(CorrelationKey(s, e) for s, e in wait_keys),
+                after_sequence=tx.latest_sequence() if after_latest else 0,
                 timeout_timer_id=f"{work_id}-timeout",
                 description="waiting for approval",
             )

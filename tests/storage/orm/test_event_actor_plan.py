@@ -55,3 +55,26 @@ def test_an_actors_events_are_one_range_of_the_actor_index(store: OrmStore) -> N
             assert "Seq Scan" not in plan, (what, sql, plan)
             if what != "two actors":
                 assert "Sort" not in plan, (what, sql, plan)
+
+
+def test_the_newest_events_of_a_type_are_one_range_of_the_type_index(store: OrmStore) -> None:
+    """The Work page's near misses of a Wait (console.works.waiting): the newest
+    Events of the awaited types, a bounded read of event_type without a sort."""
+
+    def fill(t: Tx) -> None:
+        for n in range(40):
+            t.accept_event(make_event(f"e{n:02}", type="approval.granted" if n % 3 else "x.y"))
+
+    store.transact(Guard(), fill)
+    [(sql, params)] = view_statements(
+        store,
+        lambda t: t.find_events(types=["approval.granted"], newest_first=True, limit=20),
+        lambda sql: "conduit_event" in sql,
+    )
+    plan = plan_of(sql, params, no_bitmap=True)
+    assert "INDEX event_type" in plan or "using event_type " in plan, (sql, plan)
+    if connections["default"].vendor == "sqlite":
+        assert "TEMP B-TREE" not in plan, (sql, plan)
+    else:
+        assert "Seq Scan" not in plan, (sql, plan)
+        assert "Sort" not in plan, (sql, plan)
