@@ -10,8 +10,8 @@ import re
 import pytest
 
 from tests.console import factories as f
+from tests.console.browser.pagechecks import fits_and_passes_axe, sideways
 from tests.console.browser.support import sign_in
-from tests.console.pagechecks import fits_and_passes_axe, sideways
 
 pytestmark = [
     pytest.mark.browser,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).resolve().parents[2] / "vendor" / "axe-core" / "axe.min.js"
 GRAVE = ("serious", "critical")
 
 

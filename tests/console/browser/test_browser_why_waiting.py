@@ -5,21 +5,14 @@ the right Event wakes the Wait elsewhere and the next poll drops the explanation
 a phone (390x844) the page has no sideways scroll, and at 360 px it is axe-clean in
 both themes."""
 
-import os
 from dataclasses import replace
 
 import pytest
 
 from storage import WaitState
 from tests.console import factories as f
-from tests.console import test_browser
-from tests.console.pagechecks import fits_and_passes_axe, sideways
-from tests.console.test_browser import sign_in
-
-browser_page = test_browser.browser_page
-console_errors = test_browser.console_errors
-
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # seeding runs in Playwright's thread
+from tests.console.browser.pagechecks import fits_and_passes_axe, sideways
+from tests.console.browser.support import sign_in
 
 pytestmark = [
     pytest.mark.browser,
