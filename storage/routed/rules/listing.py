@@ -263,6 +263,19 @@ class ListingRules(RulesBase):
     def child_results_of(self, batch_ids: Collection[str]) -> list[ChildResult]:
         return [s.record for s in self._children(CHILD_RESULT, batch_ids)]
 
+    def with_live_attempts(self, workflow_ids: Collection[str]) -> set[str]:
+        """Which of ``workflow_ids`` (a list page's) have an attempt that is not
+        terminal in any of their runs: the attempt's half of whether a continue can
+        apply (``_continue`` refuses a run with a live attempt). Two statements, the
+        same for any number of workflows: their runs, then those runs' live attempts
+        counted per run (no attempt row decoded)."""
+        runs = self.rows.page(RUN.table, RowFilter(parents=workflow_ids), None, MAX_CHILDREN)
+        workflow_of = {row.key: row.parent for row in runs}
+        live = tuple(s.name for s in AttemptStatus if not is_terminal(s))
+        where = RowFilter(parents=tuple(workflow_of), statuses=live)
+        counts = self.rows.tally(ATTEMPT.table, "parent", where)
+        return {workflow_of[run] for run, n in counts.items() if n and run in workflow_of}
+
     def restarted_from(self, workflow_id: WorkflowID) -> list[str]:
         """The workflows restarted from ``workflow_id`` (their provenance names it)."""
         return [row.key for row in self.rows.scan(RESTART.table, workflow_id)]

@@ -17,7 +17,7 @@ from storage.routed.rules import WorkflowQuery
 from storage.routed.rules.specs import WORKFLOW
 from storage.routed.store import RoutedStore
 
-from .support import admit, claimed
+from .support import admit, claimed, first_attempt
 
 
 def _set(routed: RoutedStore, wf_id: WorkflowID, **changes: object) -> None:
@@ -160,6 +160,28 @@ def test_a_workflows_children_are_read_by_their_runs_in_one_go(routed):
     assert routed.view(lambda r: r.attempts_of_runs([])) == []
     assert routed.view(lambda r: r.progress_of_runs(both)) == {}
     assert routed.view(lambda r: r.child_results_of([])) == []
+
+
+def test_it_says_which_workflows_have_a_live_attempt_in_two_statements(routed):
+    from storage.routed.enums import AttemptStatus
+
+    idle = admit(routed, key="idle")  # no attempt yet
+    pending = admit(routed, key="pending")
+    first_attempt(routed, pending)  # created, not claimed: PENDING is live
+    running = admit(routed, key="running")
+    claimed(routed, running)
+    ended = admit(routed, key="ended")
+    attempt = claimed(routed, ended).record
+    assert attempt.lease is not None
+    done = dataclasses.replace(attempt, status=AttemptStatus.FAILED)
+    generation = routed.view(lambda r: r.get_attempt(attempt.attempt_id)).generation
+    routed.transact(lambda r: r.update_attempt(done, generation, attempt.lease.lease_id))
+    ids = [a.receipt.workflow_id for a in (idle, pending, running, ended)]
+
+    live = routed.view(lambda r: r.with_live_attempts(ids))
+
+    assert live == {pending.receipt.workflow_id, running.receipt.workflow_id}
+    assert routed.view(lambda r: r.with_live_attempts([])) == set()
 
 
 def test_invocations_page_newest_first_with_their_idempotency_records(routed):
