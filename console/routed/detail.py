@@ -150,6 +150,11 @@ class WorkflowDetail:
     # The applied continue that came after a desired pause (see ``_continued``).
     continued: ControlRequest | None = None
 
+    @property
+    def live_attempt(self) -> bool:
+        """An attempt of the workflow has not ended (no Continue while one has not)."""
+        return any(not is_terminal(a.record.status) for a in self.attempts)
+
 
 def _optional[T](fn: object, *args: object) -> T | None:
     try:

@@ -53,20 +53,31 @@ def _allows(status: Enum, to: Enum) -> bool:
     return False
 
 
+# The statuses a continue leaves running: RUNNING stays (its last attempt ended and
+# the supervisor has not finished the workflow), PAUSED and NEEDS_REPLAN move to
+# RUNNING by the map. Not PENDING (nothing ran yet: the supervisor claims the first
+# attempt) nor PAUSE_REQUESTED (a pause is under way; its attempt runs to the boundary).
+CONTINUED_FROM = frozenset({W.RUNNING, W.PAUSED, W.NEEDS_REPLAN})
+
+
 def allowed_actions(
-    status: WorkflowStatus, *, cancel_desired: bool = False
+    status: WorkflowStatus, *, cancel_desired: bool = False, live_attempt: bool = False
 ) -> tuple[RoutedAction, ...]:
     """The workflow actions its status allows, by the workflow map. Restart is offered
     for a finished workflow only: on a live one it would start a second run of the
-    same input beside it. Continue also needs no live attempt (``Preview`` checks)."""
+    same input beside it. Continue is offered from ``CONTINUED_FROM`` only, and not
+    while an attempt is ``live_attempt`` (not terminal; the store refuses it then;
+    ``Preview`` checks again and names the attempt)."""
     found: list[RoutedAction] = []
     if status is W.RUNNING and not cancel_desired:
         found.append(RoutedAction.PAUSE)
     paused = status in (W.PAUSED, W.PAUSE_REQUESTED) and _allows(status, W.RUNNING)
     if paused and not cancel_desired:
         found.append(RoutedAction.RESUME)
+    if status in CONTINUED_FROM and not live_attempt:
+        found.append(RoutedAction.CONTINUE)
     if not is_terminal(status):
-        found += [RoutedAction.CONTINUE, RoutedAction.AMEND_LIMITS]
+        found.append(RoutedAction.AMEND_LIMITS)
     if _allows(status, W.CANCELLED):
         found.append(RoutedAction.CANCEL)
     if is_terminal(status):

@@ -75,6 +75,8 @@ class WorkflowListPage:
     next_after: WorkflowID | None
     search: Search | None
     deployments: dict[str, DeploymentRecord]  # of the rows and the deployment facet
+    # The rows' workflows with an attempt not yet ended: no Continue on those rows.
+    live_attempts: frozenset[str] = frozenset()
 
 
 def read_workflow_list(
@@ -83,7 +85,8 @@ def read_workflow_list(
     """A keyset page of workflows, the facets' tallies and the deployments they name.
     Queries: the stamp (2), the search (one per kind of ID when ``q``), the page (1),
     the facets (1, from the workflow tally; 4 over the rows when ``q`` or ``alert``
-    restricts to IDs), the deployments (1)."""
+    restricts to IDs), the deployments (1), which rows have a live attempt (2: their
+    runs, those runs' live attempts counted; the rows' Continue depends on it)."""
 
     rules = routed_rules()
 
@@ -112,6 +115,9 @@ def read_workflow_list(
             next_after=page.next_after,
             search=found,
             deployments=deployments,
+            live_attempts=frozenset(
+                r.with_live_attempts([s.record.workflow_id for s in page.rows])
+            ),
         )
 
     return polled_view(seen, build)

@@ -26,10 +26,10 @@ def test_an_operator_finds_a_running_workflow_by_search_and_opens_it(
     wf = target.receipt.workflow_id
     page = browser_page
     sign_in(page, live_server, "/routed/workflows")
-    expect(page.locator("#workflows tbody tr")).to_have_count(3)
+    expect(page.locator("#workflows tbody tr[id^=row-]")).to_have_count(3)
     page.fill("#wf-q", attempt.record.attempt_id[:10])
     page.click("form[role=search] button[type=submit]")
-    rows = page.locator("#workflows tbody tr")
+    rows = page.locator("#workflows tbody tr[id^=row-]")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("running")
     rows.first.locator(f'a:has-text("{wf}")').click()
