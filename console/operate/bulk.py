@@ -6,13 +6,21 @@ The list's form POSTs (one checkbox per row, bounded by the page size) to
 "selected" is confirmed with the IDs in ONE compact field. The confirmation's POST
 carries the filter and the run's range, or that one field: never one field per Work,
 so neither Django's DATA_UPLOAD_MAX_NUMBER_FIELDS nor a request line limit is met.
+
+What a run over the filter promised (its eligible Work, in one ``promised`` field
+beside the time it was read, ``seen``) is accounted for in the result, Work by Work:
+done, skipped with the reason, no longer matching the filter (someone or something
+changed it after the confirmation: who and when), or left for the next run. Eligible
+Work the confirmation did not show (it matched only since) is left alone and said so.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpResponse, QueryDict
@@ -24,11 +32,11 @@ from console.actions import BULK_CAP, BulkSummary, do_bulk, new_token, read_prog
 from console.errors import error_page
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
-from console.operate.reads import read_bulk_plan
+from console.operate.reads import Gone, read_bulk_plan, read_gone
 from console.operate.sweep import Sweep, describe, parse_range, read_sweep
 from console.operate.views import recover, work_action
 from console.polling import read
-from console.urlstate import FilterError
+from console.urlstate import MAX_KEY_TIME, FilterError
 from console.works.filters import WorkFilter, parse_work_filter
 from storage.default import default_store
 from storage.ops.manual import Action
@@ -37,6 +45,40 @@ CONFIRM = "console/bulk_confirm.html"
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 DONE_SHOWN = 1000  # rows of the summary's "done" list; the rest are counted
 NOTHING = "Tick the Works to act on, or act on everything the filter matches."
+UNCONFIRMED = (
+    "not in the confirmation (it matches the filter only since): left alone; run the "
+    "action again to include it"
+)
+
+
+def _promise(data: QueryDict) -> tuple[list[str], int] | None:
+    """The confirmed run's eligible Work IDs and the time they were read (``promised``
+    and ``seen``), or None for a form without them (made before they were carried);
+    FilterError when malformed."""
+    raw, seen = data.get("promised"), data.get("seen", "")
+    if raw is None:
+        return None
+    try:
+        ids = json.loads(raw)
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise FilterError({"promised": "The confirmed Works are malformed."})
+    if len(ids) > BULK_CAP:
+        raise FilterError({"promised": f"A run confirms at most {BULK_CAP} Works."})
+    if not (seen.isascii() and seen.isdigit()) or int(seen) > MAX_KEY_TIME:
+        raise FilterError({"seen": "The confirmation's time is malformed."})
+    return list(dict.fromkeys(ids)), int(seen)
+
+
+def _gone(sweep: Sweep, promise: tuple[list[str], int] | None) -> list[Gone]:
+    """What the confirmation promised that the re-read no longer finds under the
+    filter (neither eligible nor refused inside the run's range)."""
+    if promise is None:
+        return []
+    ids, seen = promise
+    found = {w.id for w in sweep.eligible} | {work_id for work_id, _, _ in sweep.excluded}
+    return read_gone([i for i in ids if i not in found], seen)
 
 
 def _bulk_choice(data: QueryDict) -> tuple[Action, str] | None:
@@ -123,6 +165,7 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
     if target == "all":
         try:
             start, through = parse_range(request.POST)
+            promise = _promise(request.POST)
         except FilterError as exc:
             return error_page(request, 400, "Invalid position", str(exc))
         if through is None:
@@ -130,10 +173,18 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         sweep = read_sweep(act, f, start, through, tries=not form.is_valid())
         if not form.is_valid():
             return _page(request, form, f, sweep=sweep, status=400)
-        ids = [w.id for w in sweep.eligible]
+        promised = set(promise[0]) if promise else None
+        ids = [w.id for w in sweep.eligible if promised is None or w.id in promised]
+        unconfirmed = [
+            w.id for w in sweep.eligible if promised is not None and w.id not in promised
+        ]
         # ``sweep.left`` was read before acting, on Work after this run's range: the
         # action does not touch it, so it is what is left.
-        return _summary(request, _do(request, act, ids, form, progress=True), f, sweep=sweep)
+        summary = _do(request, act, ids, form, progress=True)
+        # Read after acting: what changed before this action's own Events.
+        gone = _gone(sweep, promise)
+        accounted = Accounted(promise[0] if promise else None, unconfirmed, gone)
+        return _summary(request, summary, f, sweep=sweep, accounted=accounted)
     selected = _selected_ids(request.POST)
     if not selected or len(selected) > BULK_CAP:
         return _confirm_selected(request, act, selected, f)
@@ -207,13 +258,29 @@ def _page(
         "words": describe(f),
         "chips": f.chips(),
         "works_json": json.dumps([w.id for w in plan.eligible]) if plan else "",
+        "promised_json": json.dumps([w.id for w in sweep.eligible]) if sweep else "",
+        "seen": sweep.now if sweep else 0,
         "back": reverse("home") + f.querystring(),
     }
     return render(request, CONFIRM, context, status=status)
 
 
+@dataclass(frozen=True, slots=True)
+class Accounted:
+    """A run's promise against what became of it (``_summary``)."""
+
+    promised: list[str] | None  # the confirmation's eligible Work (None: not carried)
+    unconfirmed: list[str]  # eligible now, not promised: left alone
+    gone: list[Gone]  # promised, no longer matching the filter
+
+
 def _summary(
-    request: HtmxHttpRequest, summary: BulkSummary, f: WorkFilter, *, sweep: Sweep | None = None
+    request: HtmxHttpRequest,
+    summary: BulkSummary,
+    f: WorkFilter,
+    *,
+    sweep: Sweep | None = None,
+    accounted: Accounted | None = None,
 ) -> HttpResponse:
     rest_url = ""
     if sweep is not None and sweep.more:
@@ -222,7 +289,14 @@ def _summary(
     # Refused inside the run's range when it was re-read, then refused while acting.
     skipped = [(w, why) for w, _, why in sweep.excluded] if sweep else []
     skipped += [(s.work_id, s.reason) for s in summary.skipped]
+    skipped += [(work_id, UNCONFIRMED) for work_id in (accounted.unconfirmed if accounted else [])]
+    gone = accounted.gone if accounted else []
     context = {
+        "promised": len(accounted.promised)
+        if accounted and accounted.promised is not None
+        else None,
+        "gone": gone,
+        "now": time.time_ns(),
         "summary": summary,
         "sweep": sweep,
         "skipped": skipped,

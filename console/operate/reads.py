@@ -84,6 +84,43 @@ def bulk_refusal(action: Action, work: Work, live: set[str], timed: dict[str, in
 
 
 @dataclass(frozen=True, slots=True)
+class Gone:
+    """A Work a bulk confirmation promised that the action's re-read no longer found
+    under the filter: someone or something changed it in between."""
+
+    work_id: str
+    work: Work | None  # as it is now (None: deleted)
+    by: str  # who changed it ("operator:bob", an Event's source) or "" (not known)
+
+
+# Work of a bulk result whose changer is looked up (one Event read each); the rest
+# say when they changed, not who.
+GONE_NAMED = 200
+
+
+def read_gone(work_ids: list[str], since: int) -> list[Gone]:
+    """What became of ``work_ids`` (promised, no longer matching): each Work now and
+    who changed it, from the latest Event naming it when that was accepted at or
+    after ``since`` (the confirmation's time). Queries: the Work (1), one Event read
+    for each of the first ``GONE_NAMED``."""
+
+    def build(tx: Tx) -> list[Gone]:
+        works = {w.id: w for w in tx.works_of(work_ids)} if work_ids else {}
+        out = []
+        for n, work_id in enumerate(work_ids):
+            work, by = works.get(work_id), ""
+            if work is not None and n < GONE_NAMED:
+                latest = tx.find_events(work_id=work_id, newest_first=True, limit=1)
+                if latest and latest[0].event.received_at >= since:
+                    event = latest[0].event
+                    by = event.actor or f"an Event from {event.source}"
+            out.append(Gone(work_id, work, by))
+        return out
+
+    return read(build)
+
+
+@dataclass(frozen=True, slots=True)
 class BulkPlan:
     """Selected rows (by ID) split into eligible and excluded-with-reason."""
 

@@ -74,6 +74,11 @@ class Action(enum.StrEnum):
         """The action's name as it starts a sentence ("Cancel", "Retry")."""
         return {"cancel": "Cancel", "retry": "Retry"}[self.value]
 
+    @property
+    def past(self) -> str:
+        """What the action did, as a sentence says it ("cancelled", "retried")."""
+        return {"cancel": "cancelled", "retry": "retried"}[self.value]
+
 
 _BY_TYPE = {a.event_type: a for a in Action}
 

@@ -2,6 +2,7 @@
 a summary, one Event per Work."""
 
 import re
+from html import unescape as html_unescape
 
 import pytest
 
@@ -246,3 +247,82 @@ def test_retry_all_matching_over_a_thousand_takes_one_run(as_alice):
     attempts = read(lambda tx: {w: len(tx.executions(w)) for w in ready})
     assert set(attempts.values()) == {1}  # each retried exactly once
     assert len(manual_events()) == 1100
+
+
+def test_every_work_the_confirmation_promised_is_in_the_result(as_alice):
+    """Issue 34: "Cancel 32 Work" ended "27 done · 0 skipped · 0 left" when 5 had been
+    cancelled by someone else meanwhile. Here another operator cancels two, the runtime
+    picks one up again, and one more becomes exhausted inside the range: the result
+    accounts for the promised six and says what it left alone."""
+    for n in range(6):
+        f.exhausted(f"ex-{n}")
+    busy = f.running("busy")  # in the range, not exhausted when confirmed
+    f.exhausted("ex-6")
+    html = as_alice.get("/actions/bulk", {"do": "cancel-all", "is": "exhausted"}).content.decode()
+    assert eligible_rows(html) == [f"ex-{n}" for n in range(7)]
+    assert "Cancel 7 Work" in html
+    fields = {**confirmed(html), "is": "exhausted", "reason": "bad deploy"}
+    fields["promised"] = html_unescape(hidden(html, "promised")[0])
+    fields["seen"] = hidden(html, "seen")[0]
+
+    for work_id in ("ex-1", "ex-4"):  # another operator, between confirm and apply
+        actions.do_cancel_work(
+            default_store(), username="bob", work_id=work_id, reason="mine", token=new_token()
+        )
+    f.pending("ex-5")  # the runtime retries it: no longer exhausted
+    # Now exhausted, inside the range, but not confirmed.
+    f.finish(busy.id, state=storage.ExecutionState.FAILED, work_state=WorkState.READY)
+
+    response = as_alice.post("/actions/bulk", fields)
+
+    result = response.content.decode()
+    assert response.status_code == 200
+    assert "Cancel: 4 done, 1 skipped, 3 no longer matching, 0 left" in result
+    assert "The confirmation promised <strong>7</strong> Work" in result
+    gone = result.split('id="gone"')[1].split("</section>")[0]
+    rows = re.findall(r"<tr><td>.*?</tr>", gone, re.S)
+    assert [re.search(r'href="/works/([^"]+)"', r).group(1) for r in rows] == [
+        "ex-1",
+        "ex-4",
+        "ex-5",
+    ]
+    assert all("cancelled" in r and "operator:bob" in r for r in rows[:2])
+    assert "ready" in rows[2]
+    assert ">—<" in rows[2]  # no Event names who: the runtime
+    assert "not in the confirmation" in result  # busy: left alone, said so
+    states = read(lambda tx: {w.id: w.state for w in tx.works()})
+    assert states["busy"] is WorkState.READY
+    assert [w for w, s in states.items() if s is WorkState.CANCELLED] == [
+        "ex-0",
+        "ex-1",
+        "ex-2",
+        "ex-3",
+        "ex-4",
+        "ex-6",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("promised", "seen"),
+    [("[1]", "1"), ("nope", "1"), ('["a"]', "x"), ('["a"]', str(2**64)), ('{"a": 1}', "1")],
+)
+def test_a_malformed_promise_is_a_400(as_alice, mixed, promised, seen):
+    html = as_alice.get("/actions/bulk", {"do": "retry-all"}).content.decode()
+    fields = {**confirmed(html), "reason": "r", "promised": promised, "seen": seen}
+    assert as_alice.post("/actions/bulk", fields).status_code == 400
+
+
+def test_bulk_text_says_cancelled_and_retried(as_alice, mixed):
+    """Issue 34: the texts read "canceled" and "retryed"."""
+    retry = as_alice.get("/actions/bulk", {"do": "retry-all"}).content.decode()
+    assert "retried in batches" in retry
+    cancel = as_alice.get("/actions/bulk", {"do": "cancel-all"}).content.decode()
+    assert "cancelled in batches" in cancel
+    fields = {**confirmed(retry), "reason": "outage over"}
+    result = as_alice.post("/actions/bulk", fields).content.decode()
+    assert "<td>retried</td>" in result or "attempt 2 pending" in result
+    nothing = as_alice.get("/actions/bulk", {"do": "retry-all", "state": "completed"})
+    text = nothing.content.decode()
+    assert "Nothing here can be retried." in text
+    assert "retryed" not in text + retry + result
+    assert "canceled" not in cancel
