@@ -22,6 +22,7 @@ class Sizes:
     sim_rate: float = 10.0  # simulate ticks per second during benchmark 5
     bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap is 10,000)
     routed_workflows: int = 10_000  # benchmark 9: workflows, and Work in its history
+    wire_seconds: float = 60.0  # benchmark 10: how long the tabs poll
 
     @property
     def prepared(self) -> int:
@@ -54,6 +55,7 @@ FULL = Sizes(
     hold=2.0,
     load_seconds=30.0,
     routed_workflows=100_000,
+    wire_seconds=120.0,
 )
 # The smoke test: every code path, in seconds.
 TOY = Sizes(
@@ -70,4 +72,5 @@ TOY = Sizes(
     sim_rate=5.0,
     bulk=30,
     routed_workflows=300,
+    wire_seconds=2.0,
 )

@@ -126,6 +126,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # WhiteNoise serves static files before sessions and auth do any work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # gzip for what the views answer (not static files, which WhiteNoise answered
+    # precompressed above): outside every middleware that reads or writes the body.
+    "console.middleware.CompressPages",
     "console.middleware.RefuseNul",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.middleware.gzip import GZipMiddleware
 
 from console.errors import error_page
 
@@ -63,3 +65,23 @@ def _has_nul(request: HttpRequest) -> bool:
         ):
             return True
     return False
+
+
+class CompressPages(GZipMiddleware):
+    """Django's gzip (with its BREACH mitigation: up to 100 random bytes in each gzip
+    header) for pages, fragments and polls' 200s; never for a streamed response.
+
+    The streamed ones are artifact downloads: an executor's bytes sent exactly as
+    stored, with the Content-Length their reference records (compressing a stream drops
+    it). Static files never get here: WhiteNoise, above in MIDDLEWARE, answers them with
+    the ``.br``/``.gz`` copies made at collectstatic. Bodies under 200 bytes (a poll's
+    bodiless 204) are left alone by Django already. Why compressing HTML is safe enough
+    here: console/README.md, "Compression".
+    """
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        if response.streaming:
+            return response
+        return super().process_response(request, response)

@@ -20,6 +20,7 @@ SECTIONS = (
     "## 7. Triage: exhausted Work, error groups, bulk retry",
     "## 8. Routed runs: journal appends and artifact accepts",
     "## 9. Routed runs: the Workflows list and the workflow page",
+    "## 10. Polls on the wire, compressed and not",
 )
 
 
