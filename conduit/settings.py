@@ -100,6 +100,9 @@ CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
 # list, the Timers page's overdue tab): a healthy runtime fires a Timer a moment after
 # it is due, which is no alarm. One setting for every figure of overdue Timers.
 CONSOLE_OVERDUE_GRACE_SECONDS = env_seconds("CONSOLE_OVERDUE_GRACE_SECONDS", 30)
+# /readyz (console/readiness.py) on SQLite: below this much free space on the
+# database's filesystem the host is not ready (a full disk refuses every write).
+READY_MIN_FREE_MB = env_int("CONDUIT_READY_MIN_FREE_MB", 64)
 # The run page decodes node outputs with the value codecs of whoever wrote the runs: a
 # dotted path to a callable returning a storage.run_records.ValueCatalog (or Codecs). The
 # project composes it here because neither storage nor the console may import the

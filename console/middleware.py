@@ -1,17 +1,20 @@
-"""A database that cannot be written outside storage's own writes is a 503, not a 500.
+"""A database that cannot be used outside storage's own calls is a 503, not a 500.
 
 Storage translates its driver errors to ``Unavailable`` (a 503 page, console.errors).
-Django's own tables are written elsewhere: sign-in updates the session, ``last_login``
-and django-axes' failure count. On a full disk or a read-only data folder those writes
-raise ``OperationalError``; the operator should learn that the console is unavailable
-and why, as an action would tell them.
+Django's own tables are read and written elsewhere: every signed-in request reads the
+session and the user, sign-in writes the session, ``last_login`` and django-axes'
+failure count. On a full disk, a read-only data folder (where SQLite cannot even open
+a database in WAL mode without its -shm file) or a server that is down or refuses
+writes, those raise ``OperationalError`` (or a read-only SQLSTATE); the operator should
+learn that the console is unavailable and why, on the console's own page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db import OperationalError
+from django.contrib.auth.models import AnonymousUser
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.middleware.gzip import GZipMiddleware
@@ -27,13 +30,29 @@ class DatabaseUnavailable:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
-        if not isinstance(exc, OperationalError):
+        if not _unavailable(exc):
             return None
         message = (
-            f"The console's database cannot be written ({exc}); nothing was changed. "
-            "Try again once the disk has room and the data folder is writable."
+            f"The console's database cannot be used ({exc}); nothing was changed. "
+            "Try again once the database is reachable, the disk has room and the data "
+            "folder is writable."
         )
-        return error_page(request, 503, "Database unavailable", message)
+        try:
+            return error_page(request, 503, "Database unavailable", message)
+        except DatabaseError:
+            # The page reads the signed-in user (its name, role, the nav), which needs
+            # the database too: when that is what failed, it is drawn as for a visitor.
+            request.user = AnonymousUser()
+            return error_page(request, 503, "Database unavailable", message)
+
+
+def _unavailable(exc: Exception) -> bool:
+    """The database could not be reached, opened or written: a full disk, a read-only
+    file or folder, a server down or restarting, or one that refuses writes (SQLSTATE
+    25006, a read-only transaction or a standby). Not a bug in a query."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DatabaseError) and getattr(exc.__cause__, "sqlstate", None) == "25006"
 
 
 class RefuseNul:

@@ -1,6 +1,6 @@
 from django.urls import include, path, register_converter
 
-from console import misc
+from console import misc, readiness
 from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
@@ -80,5 +80,6 @@ urlpatterns = [
     path("views/<int:pk>/rename", saved.rename_view, name="rename_view"),
     path("views/<int:pk>/delete", saved.delete_view, name="delete_view"),
     path("healthz", misc.healthz, name="healthz"),
+    path("readyz", readiness.readyz, name="readyz"),
     path("favicon.ico", misc.favicon, name="favicon"),
 ]
