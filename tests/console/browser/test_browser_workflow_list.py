@@ -9,8 +9,8 @@ from django.contrib.auth.models import Permission
 
 from storage.routed.enums import WorkflowStatus
 from tests.console import routedfactories as rf
+from tests.console.browser.pagechecks import fits_and_passes_axe, serious, sideways
 from tests.console.browser.support import sign_in
-from tests.console.pagechecks import fits_and_passes_axe, serious, sideways
 
 pytestmark = [
     pytest.mark.browser,
