@@ -14,6 +14,7 @@ from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, Action
 from tests.console import factories as f
 from tests.console.conftest import DB
+from tests.console.support.bulk import confirmed, eligible_rows, hidden
 
 pytestmark = DB
 
@@ -32,25 +33,6 @@ def mixed():
     f.exhausted("r2")
     f.running("busy")
     f.completed("done")
-
-
-def hidden(html, name):
-    return re.findall(rf'<input type="hidden" name="{name}" value="([^"]*)">', html)
-
-
-def confirmed(html):
-    """The confirmation's form fields, as the browser would post them back."""
-    fields = {n: hidden(html, n)[0] for n in ("do", "from", "through") if hidden(html, n)}
-    fields["token"] = re.search(r'name="token" value="([^"]+)"', html).group(1)
-    for name in ("state", "kind", "source", "scope", "within", "since", "until"):
-        if hidden(html, name):
-            fields[name] = hidden(html, name)
-    return fields
-
-
-def eligible_rows(html):
-    section = html.split('id="eligible"')[1].split('id="excluded"')[0]
-    return re.findall(r'<a class="mono" href="/works/([^"]+)">', section)
 
 
 def test_the_confirmation_of_selected_rows_carries_them_in_one_field(as_alice, mixed):

@@ -21,7 +21,7 @@ from storage import Guard, Work
 from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
-from tests.console.test_bulk import confirmed, eligible_rows
+from tests.console.support.bulk import confirmed, eligible_rows
 
 pytestmark = [DB, pytest.mark.slow]
 

@@ -9,6 +9,7 @@ from django.db import connections
 from console.polling import COOKIE, polled_view
 from tests.console import factories as f
 from tests.console.conftest import DB
+from tests.console.support.polling import poll_url_of
 
 pytestmark = DB
 
@@ -17,10 +18,6 @@ LIVE_PAGES = ["/", "/works/w1", "/events", "/executions", "/waits", "/timers", "
 
 def stamp_of(html: str) -> str:
     return re.search(r'data-stamp="([\w.-]+)"', html).group(1)
-
-
-def poll_url_of(html: str) -> str:
-    return re.search(r'hx-get="([^"]+stamp=[^"]+)"', html).group(1).replace("&amp;", "&")
 
 
 @pytest.fixture

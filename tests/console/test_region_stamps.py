@@ -10,7 +10,7 @@ from storage import Guard, LeaseRef
 from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
-from tests.console.test_polling import poll_url_of
+from tests.console.support.polling import poll_url_of
 
 pytestmark = DB
 

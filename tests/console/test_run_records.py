@@ -16,7 +16,7 @@ from storage.default import default_run_store, default_store
 from storage.run_records import AttemptState, DurableRunRecord, NodeAttemptRecord, ScopeRecord
 from tests.console import run_record_factories as rf
 from tests.console.conftest import DB
-from tests.console.test_polling import poll_url_of
+from tests.console.support.polling import poll_url_of
 from tests.storage.support.run_records import format1_json, plant, row
 
 pytestmark = DB

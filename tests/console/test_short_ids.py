@@ -11,7 +11,7 @@ from django.template import Context, Template
 from django.urls import reverse
 
 from tests.console.conftest import DB
-from tests.console.test_odd_ids import seed
+from tests.console.support.odd_ids import seed
 
 pytestmark = DB
 

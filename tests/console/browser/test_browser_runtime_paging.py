@@ -8,7 +8,7 @@ import pytest
 from storage import WaitState
 from tests.console import factories as f
 from tests.console.browser.support import sign_in
-from tests.console.test_runtime_paging import parked_at_once
+from tests.console.support.paging import parked_at_once
 
 pytestmark = [
     pytest.mark.browser,

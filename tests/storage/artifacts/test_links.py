@@ -11,7 +11,8 @@ import pytest
 
 from storage.artifacts import ArtifactCorrupt, ArtifactMissing, FileArtifactStore
 from storage.records import ArtifactRef
-from tests.storage.support.artifacts import publish
+
+from ..support.artifacts import publish
 
 
 @pytest.fixture

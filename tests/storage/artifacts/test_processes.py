@@ -17,7 +17,8 @@ from storage.artifacts import (
     ArtifactMissing,
     FileArtifactStore,
 )
-from tests.storage.support.artifacts import (
+
+from ..support.artifacts import (
     HOUR,
     REPO,
     data_path,

@@ -16,7 +16,8 @@ from storage.artifacts import (
 )
 from storage.errors import Invalid
 from storage.records import ArtifactRef
-from tests.storage.support.artifacts import (
+
+from ..support.artifacts import (
     HOUR,
     FakeClock,
     data_path,

@@ -15,7 +15,8 @@ from storage.artifacts import (
 )
 from storage.errors import ArtifactError, Closed, Invalid, NotFound
 from storage.records import ArtifactRef
-from tests.storage.support.artifacts import (
+
+from ..support.artifacts import (
     publish,
     read_all,
     temp_entries,

@@ -18,7 +18,8 @@ from storage.artifacts import (
     ArtifactMissing,
     FileArtifactStore,
 )
-from tests.storage.support.artifacts import (
+
+from ..support.artifacts import (
     REPO,
     MiB,
     publish,

@@ -33,14 +33,11 @@ from ..support import (
     CLOCK_START,
     FakeClock,
     ids,
-    make_execution,
     make_timer,
-    make_wait,
-    make_work,
-    park,
     raises,
     tx,
 )
+from ..support.runtime_pages import add_waits
 
 T0 = CLOCK_START + seconds(60)
 
@@ -51,16 +48,6 @@ ODD = ["a.b", "a/b", "50%", "q?x=1", "h#1", "s p", "é", "€uro", "🚀", "Z", 
 
 def at(store: Store, when: int, fn: Any) -> Any:
     return tx(store, fn, clock=lambda: when)
-
-
-def add_waits(t: Tx, wait_ids: list[str]) -> None:
-    """One Work, running attempt and active Wait per ID, all created at ``t.now``."""
-    for wait_id in wait_ids:
-        work_id, x_id = f"w-{wait_id}", f"x-{wait_id}"
-        t.put_work(make_work(work_id))
-        t.put_execution(make_execution(x_id, work_id))
-        t.claim(x_id, "runner", t.now + seconds(3600))
-        park(t, x_id, make_wait(wait_id, work_id, x_id))
 
 
 def seed_timers(store: Store) -> None:

@@ -17,10 +17,10 @@ from django.db import connections
 from storage import ActiveWaitQuery, Guard, TimerKey, TimerQuery, Tx, WaitKey, seconds
 from storage.orm import OrmStore
 
-from ..contract.test_runtime_pages import add_waits
 from ..support import FakeClock, make_timer
 from ..support.plans import plan as plan_of
 from ..support.plans import view_statements
+from ..support.runtime_pages import add_waits
 
 
 def _reads_timers_or_waits(sql: str) -> bool:

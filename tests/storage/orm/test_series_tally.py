@@ -39,7 +39,8 @@ from storage.orm import OrmStore
 from storage.orm import series_tally as series_sql
 from storage.orm.dialect import dialect
 
-from ..contract.test_series_tally import (
+from ..support import FakeClock
+from ..support.series_tally import (
     AXES,
     DAY0,
     HOUR,
@@ -49,7 +50,6 @@ from ..contract.test_series_tally import (
     counted,
     stored_rows,
 )
-from ..support import FakeClock
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 

@@ -7,21 +7,41 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import secrets
+from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
-from storage.routed.enums import AuthorityScope, ControlCommand
-from storage.routed.ids import AttemptID, CheckpointID, ControlRequestID, DeploymentID, WorkflowID
+import pytest
+
+from storage.routed import enums
+from storage.routed.enums import AdmissionOutcome, AuthorityScope, ControlCommand
+from storage.routed.errors import CASConflict, TransitionError
+from storage.routed.ids import (
+    AttemptID,
+    CheckpointID,
+    ChildBatchID,
+    ControlRequestID,
+    DeploymentID,
+    ServiceID,
+    WorkflowID,
+)
 from storage.routed.records import (
     AliasRecord,
     AttemptRecord,
+    ChildBatch,
+    ChildSpawnRequest,
     ControlRequest,
     DeploymentRecord,
     InvocationRequest,
+    JoinPolicy,
+    MCPServiceBinding,
     SemanticCheckpoint,
     Stored,
 )
 from storage.routed.rows import TABLES, Row
 from storage.routed.rules import Admission, RoutedRules, checkpoint_digest, input_digest
+from storage.routed.rules import specs as S
 from storage.routed.rules.base import Spec
 from storage.routed.store import RoutedStore
 
@@ -185,3 +205,209 @@ def written(store: Any) -> object:
         meta = cursor.fetchall()
         cursor.execute("SELECT key, body, generation FROM conduit_routed_meta ORDER BY key")
         return (meta, cursor.fetchall())
+
+
+SPEC: dict[str, tuple[type[Enum], dict[str, set[str]]]] = {
+    "attempt": (
+        enums.AttemptStatus,
+        {
+            "PENDING": {"RUNNING", "CANCELLED", "FAILED"},
+            "RUNNING": {"NEEDS_REPLAN", "SUCCEEDED", "FAILED", "FENCED", "CANCELLED"},
+            "NEEDS_REPLAN": {"RUNNING", "CANCELLED", "FAILED"},
+        },
+    ),
+    "child_batch": (
+        enums.ChildBatchStatus,
+        {
+            "INTENT": {"ALLOCATED", "CANCELLED"},
+            "ALLOCATED": {"RUNNING", "CANCELLED"},
+            "RUNNING": {"PAUSE_REQUESTED", "JOINING", "FAILED", "CANCELLED"},
+            "PAUSE_REQUESTED": {"PAUSED", "RUNNING", "STOPPING", "CANCELLED"},
+            "PAUSED": {"RUNNING", "STOPPING", "CANCELLED"},
+            "JOINING": {"SUCCEEDED", "FAILED", "CANCELLED"},
+            "STOPPING": {"STOPPED", "FAILED", "CANCELLED"},
+        },
+    ),
+    "node": (
+        enums.NodeStatus,
+        {
+            "PENDING": {"READY", "CANCELLED", "SKIPPED"},
+            "READY": {"LAUNCHING", "CANCELLED", "SKIPPED"},
+            "LAUNCHING": {"RUNNING", "FAILED", "CANCELLED"},
+            "RUNNING": {"PAUSE_REQUESTED", "SUCCEEDED", "FAILED", "CANCELLED"},
+            "PAUSE_REQUESTED": {"PAUSED", "RUNNING", "CANCELLED", "FAILED"},
+            "PAUSED": {"RUNNING", "NEEDS_REPLAN", "CANCELLED"},
+            "NEEDS_REPLAN": {"RUNNING", "CANCELLED"},
+        },
+    ),
+    "run": (
+        enums.RunStatus,
+        {
+            "PENDING": {"RUNNING", "CANCELLED", "FAILED"},
+            "RUNNING": {
+                "PAUSE_REQUESTED",
+                "SUCCEEDED",
+                "FAILED",
+                "CANCELLED",
+                "BUDGET_EXCEEDED",
+                "EXPIRED",
+            },
+            "PAUSE_REQUESTED": {
+                "PAUSED",
+                "RUNNING",
+                "CANCELLED",
+                "FAILED",
+                "BUDGET_EXCEEDED",
+                "EXPIRED",
+            },
+            "PAUSED": {"RUNNING", "NEEDS_REPLAN", "CANCELLED", "FAILED", "EXPIRED"},
+            "NEEDS_REPLAN": {"RUNNING", "CANCELLED", "FAILED", "EXPIRED"},
+        },
+    ),
+    "service": (
+        enums.ServiceStatus,
+        {
+            "DECLARED": {"STARTING", "FAILED"},
+            "STARTING": {"READY", "FAILED", "STOPPED"},
+            "READY": {"UNHEALTHY", "STOPPING", "FAILED"},
+            "UNHEALTHY": {"READY", "FENCED", "STOPPING", "FAILED"},
+            "FENCED": {"STOPPING", "FAILED"},
+            "STOPPING": {"STOPPED", "FAILED"},
+        },
+    ),
+    "workflow": (
+        enums.WorkflowStatus,
+        {
+            "PENDING": {"RUNNING", "CANCELLED", "FAILED"},
+            "RUNNING": {
+                "PAUSE_REQUESTED",
+                "SUCCEEDED",
+                "FAILED",
+                "CANCELLED",
+                "BUDGET_EXCEEDED",
+                "EXPIRED",
+            },
+            "PAUSE_REQUESTED": {
+                "PAUSED",
+                "RUNNING",
+                "CANCELLED",
+                "FAILED",
+                "BUDGET_EXCEEDED",
+                "EXPIRED",
+            },
+            "PAUSED": {"RUNNING", "NEEDS_REPLAN", "CANCELLED", "FAILED", "EXPIRED"},
+            "NEEDS_REPLAN": {"RUNNING", "CANCELLED", "FAILED", "EXPIRED"},
+        },
+    ),
+}
+
+
+def _service(wf_id: Any) -> MCPServiceBinding:
+    return MCPServiceBinding(ServiceID.new(), wf_id, "svc.pkg", "1.0", "search")
+
+
+def _batch(wf_id: Any, node_id: Any) -> ChildBatch:
+    return ChildBatch(
+        child_batch_id=ChildBatchID.new(),
+        workflow_id=wf_id,
+        parent_node_id=node_id,
+        spawn_request=ChildSpawnRequest("child.pkg", "1.0", 4, 2, "{}"),
+        join_policy=JoinPolicy("join_all"),
+    )
+
+
+def counts(routed: RoutedStore) -> dict[str, int]:
+    return routed.view(lambda r: {t: len(r.rows.scan(t)) for t in TABLES})
+
+
+STEPS = ["receipt", "idempotency", "workflow", "run", "node", "envelope"]
+
+
+class Boom(Exception):
+    pass
+
+
+# The cases below are test bodies shared by their test (test_store_writes, test_admission)
+# and by the negative controls, which run them against a cheating store.
+
+
+def check_spec_transitions(
+    routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
+) -> None:
+    kind, allowed = SPEC[resource]
+    spec, write = WRITERS[resource]
+    start = world[resource].record
+    for a in kind:
+        for b in kind:
+            if a is b:
+                continue
+
+            def attempt(rules: RoutedRules, a: Enum = a, b: Enum = b) -> tuple[object, ...]:
+                forced = force(rules, spec, dataclasses.replace(start, status=a))
+                try:
+                    write(rules, dataclasses.replace(forced.record, status=b), forced.generation)
+                except TransitionError as exc:
+                    return ("refused", exc.resource, exc.from_state, exc.to_state)
+                return ("allowed",)
+
+            ok = b.name in allowed.get(a.name, set())
+            expected = ("allowed",) if ok else ("refused", resource, a, b)
+            assert probe(routed, attempt) == expected, f"{resource} {a.name} -> {b.name}"
+
+
+def check_stale_generations(
+    routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
+) -> None:
+    _spec, write = WRITERS[resource]
+    stored = world[resource]
+    before = snapshot(routed)
+    for stale in (stored.generation - 1, stored.generation + 1, 0):
+        with pytest.raises(CASConflict):
+            routed.transact(lambda r, g=stale: write(r, stored.record, g))
+    assert snapshot(routed) == before
+    # The current generation writes, and the generation moves on by one.
+    fresh = routed.transact(lambda r: write(r, stored.record, stored.generation))
+    assert fresh.generation == stored.generation + 1
+
+
+def check_replay(
+    routed: RoutedStore,
+) -> None:
+    dep = setup_deployment(routed)
+    first = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    before = counts(routed)
+    again = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    assert again.outcome is AdmissionOutcome.IDEMPOTENT_REPLAY
+    assert again.receipt == first.receipt
+    assert counts(routed) == before
+
+
+def make_world(routed: RoutedStore) -> dict[str, Stored[Any]]:
+    """One of every mutable record, freshly created (under a fresh key each time)."""
+    admission = admit(routed, f"world-{secrets.token_hex(8)}")
+    receipt = admission.receipt
+    attempt = first_attempt(routed, admission)
+    [node] = routed.list_nodes(receipt.workflow_id)
+    service = routed.register_service(_service(receipt.workflow_id))
+    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    return {
+        "deployment": routed.get_deployment(receipt.resolved_deployment_id),
+        "workflow": routed.get_workflow(receipt.workflow_id),
+        "run": routed.get_run(receipt.run_id),
+        "attempt": attempt,
+        "node": node,
+        "service": service,
+        "child_batch": batch,
+        "envelope": routed.get_time_envelope(receipt.workflow_id),
+    }
+
+
+# resource -> (spec, store write taking (rules, record, expected))
+WRITERS: dict[str, tuple[Any, Callable[[RoutedRules, Any, int], Any]]] = {
+    "run": (S.RUN, lambda r, rec, g: r.update_run(rec, g)),
+    "attempt": (S.ATTEMPT, lambda r, rec, g: r.update_attempt(rec, g, None)),
+    "workflow": (S.WORKFLOW, lambda r, rec, g: r.update_workflow(rec, g)),
+    "node": (S.NODE, lambda r, rec, g: r.update_node(rec, g)),
+    "service": (S.SERVICE, lambda r, rec, g: r.update_service(rec, g)),
+    "child_batch": (S.CHILD_BATCH, lambda r, rec, g: r.update_child_batch(rec, g)),
+}

@@ -24,15 +24,10 @@ from storage.routed.errors import (
     RoutedNotFound,
     UnknownSchemaVersion,
 )
-from storage.routed.rows import TABLES
 from storage.routed.rules import RoutedRules
 from storage.routed.store import RoutedStore
 
-from .support import admit, alias, request, setup_deployment
-
-
-def counts(routed: RoutedStore) -> dict[str, int]:
-    return routed.view(lambda r: {t: len(r.rows.scan(t)) for t in TABLES})
+from .support import STEPS, Boom, admit, alias, check_replay, counts, request, setup_deployment
 
 
 def test_an_accepted_admission_creates_receipt_workflow_node_run_and_envelope(
@@ -66,13 +61,7 @@ def test_an_accepted_admission_creates_receipt_workflow_node_run_and_envelope(
 def test_the_same_key_and_intent_replays_the_original_receipt_creating_nothing(
     routed: RoutedStore,
 ) -> None:
-    dep = setup_deployment(routed)
-    first = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
-    before = counts(routed)
-    again = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
-    assert again.outcome is AdmissionOutcome.IDEMPOTENT_REPLAY
-    assert again.receipt == first.receipt
-    assert counts(routed) == before
+    check_replay(routed)
 
 
 def test_the_same_key_with_another_intent_is_an_idempotency_conflict(routed: RoutedStore) -> None:
@@ -202,13 +191,6 @@ def test_bad_requests_are_refused_with_nothing_created(
     with pytest.raises((InvalidArgument, RoutedNotFound, UnknownSchemaVersion)):
         routed.admit_invocation(dataclasses.replace(base, **change), dep.generation)
     assert counts(routed) == before
-
-
-STEPS = ["receipt", "idempotency", "workflow", "run", "node", "envelope"]
-
-
-class Boom(Exception):
-    pass
 
 
 @pytest.mark.parametrize("step", STEPS)

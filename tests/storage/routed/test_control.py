@@ -37,8 +37,18 @@ from storage.routed.rules import specs as S
 from storage.routed.store import RoutedStore
 
 from ..support import FakeClock
-from .support import admit, alias, checkpoint, claimed, control, force, setup_deployment
-from .test_store_writes import _batch, _service, bodies
+from .support import (
+    _batch,
+    _service,
+    admit,
+    alias,
+    checkpoint,
+    claimed,
+    control,
+    force,
+    setup_deployment,
+)
+from .support import snapshot as bodies
 
 C = ControlCommand
 W = WorkflowStatus

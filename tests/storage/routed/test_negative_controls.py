@@ -17,7 +17,13 @@ from storage.routed.rules import specs as S
 from storage.routed.rules.base import Spec
 from storage.routed.store import RoutedStore
 
-from . import test_admission, test_store_writes
+from .support import (
+    WRITERS,
+    check_replay,
+    check_spec_transitions,
+    check_stale_generations,
+    make_world,
+)
 
 CAUGHT = (AssertionError, pytest.fail.Exception)
 
@@ -49,40 +55,30 @@ class AdmitsTwice(RoutedRules):
 
 def test_the_transition_pairs_catch_a_store_that_skips_the_check(store: Store) -> None:
     routed = RoutedStore(store, rules=SkipsTransitionCheck)
-    world = test_store_writes.make_world(routed)
+    world = make_world(routed)
     for resource in ("run", "attempt", "workflow", "node", "service", "child_batch"):
         with pytest.raises(CAUGHT):
-            test_store_writes.test_store_writes_allow_exactly_the_spec_transitions(
-                routed, world, resource
-            )
+            check_spec_transitions(routed, world, resource)
 
 
 def test_the_cas_cases_catch_a_store_that_ignores_the_generation(store: Store) -> None:
     routed = RoutedStore(store, rules=IgnoresGeneration)
-    for resource in test_store_writes.WRITERS:
-        world = test_store_writes.make_world(routed)
+    for resource in WRITERS:
+        world = make_world(routed)
         with pytest.raises(CAUGHT):
-            test_store_writes.test_a_stale_generation_is_refused_and_the_row_is_unchanged(
-                routed, world, resource
-            )
+            check_stale_generations(routed, world, resource)
 
 
 def test_the_replay_case_catches_a_store_that_admits_twice(store: Store) -> None:
     routed = RoutedStore(store, rules=AdmitsTwice)
     with pytest.raises(CAUGHT):
-        test_admission.test_the_same_key_and_intent_replays_the_original_receipt_creating_nothing(
-            routed
-        )
+        check_replay(routed)
 
 
 def test_the_honest_rules_pass_the_same_cases(store: Store) -> None:
     # The controls above fail for the cheat, not for the setup: the real rules pass.
     routed = RoutedStore(store)
-    world = test_store_writes.make_world(routed)
-    test_store_writes.test_store_writes_allow_exactly_the_spec_transitions(routed, world, "run")
-    test_store_writes.test_a_stale_generation_is_refused_and_the_row_is_unchanged(
-        routed, test_store_writes.make_world(routed), "run"
-    )
-    test_admission.test_the_same_key_and_intent_replays_the_original_receipt_creating_nothing(
-        routed
-    )
+    world = make_world(routed)
+    check_spec_transitions(routed, world, "run")
+    check_stale_generations(routed, make_world(routed), "run")
+    check_replay(routed)

@@ -17,7 +17,7 @@ from storage.routed.rows import Row
 from storage.routed.store import RoutedStore
 
 from .support import admit, control
-from .test_store_writes import bodies
+from .support import snapshot as bodies
 
 
 def _stamp(routed: RoutedStore, table: str, key: str, version: str) -> None:

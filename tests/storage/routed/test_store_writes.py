@@ -5,9 +5,6 @@ unchanged, and a wrong ID prefix is ``InvalidArgument`` with nothing written."""
 from __future__ import annotations
 
 import dataclasses
-import secrets
-from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 import pytest
@@ -23,38 +20,29 @@ from storage.routed.enums import (
     ServiceStatus,
     WorkflowStatus,
 )
-from storage.routed.errors import AlreadyExists, CASConflict, InvalidArgument, TransitionError
-from storage.routed.ids import ChildBatchID, HandoffID, NodeID, RunID, ServiceID
+from storage.routed.errors import AlreadyExists, CASConflict, InvalidArgument
+from storage.routed.ids import HandoffID, NodeID, RunID
 from storage.routed.records import (
     ChildBatch,
-    ChildSpawnRequest,
     HandoffEnvelope,
-    JoinPolicy,
     MCPServiceBinding,
     PipelineNode,
     Stored,
 )
-from storage.routed.rules import RoutedRules
-from storage.routed.rules import specs as S
 from storage.routed.store import RoutedStore
 
-from .support import admit, deployment, first_attempt, force, probe, setup_deployment
+from .support import (
+    SPEC,
+    WRITERS,
+    _batch,
+    _service,
+    check_spec_transitions,
+    check_stale_generations,
+    deployment,
+    make_world,
+    setup_deployment,
+)
 from .support import snapshot as bodies
-from .test_transitions import SPEC
-
-
-def _service(wf_id: Any) -> MCPServiceBinding:
-    return MCPServiceBinding(ServiceID.new(), wf_id, "svc.pkg", "1.0", "search")
-
-
-def _batch(wf_id: Any, node_id: Any) -> ChildBatch:
-    return ChildBatch(
-        child_batch_id=ChildBatchID.new(),
-        workflow_id=wf_id,
-        parent_node_id=node_id,
-        spawn_request=ChildSpawnRequest("child.pkg", "1.0", 4, 2, "{}"),
-        join_policy=JoinPolicy("join_all"),
-    )
 
 
 @pytest.fixture
@@ -62,76 +50,18 @@ def world(routed: RoutedStore) -> dict[str, Stored[Any]]:
     return make_world(routed)
 
 
-def make_world(routed: RoutedStore) -> dict[str, Stored[Any]]:
-    """One of every mutable record, freshly created (under a fresh key each time)."""
-    admission = admit(routed, f"world-{secrets.token_hex(8)}")
-    receipt = admission.receipt
-    attempt = first_attempt(routed, admission)
-    [node] = routed.list_nodes(receipt.workflow_id)
-    service = routed.register_service(_service(receipt.workflow_id))
-    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
-    return {
-        "deployment": routed.get_deployment(receipt.resolved_deployment_id),
-        "workflow": routed.get_workflow(receipt.workflow_id),
-        "run": routed.get_run(receipt.run_id),
-        "attempt": attempt,
-        "node": node,
-        "service": service,
-        "child_batch": batch,
-        "envelope": routed.get_time_envelope(receipt.workflow_id),
-    }
-
-
-# resource -> (spec, store write taking (rules, record, expected))
-WRITERS: dict[str, tuple[Any, Callable[[RoutedRules, Any, int], Any]]] = {
-    "run": (S.RUN, lambda r, rec, g: r.update_run(rec, g)),
-    "attempt": (S.ATTEMPT, lambda r, rec, g: r.update_attempt(rec, g, None)),
-    "workflow": (S.WORKFLOW, lambda r, rec, g: r.update_workflow(rec, g)),
-    "node": (S.NODE, lambda r, rec, g: r.update_node(rec, g)),
-    "service": (S.SERVICE, lambda r, rec, g: r.update_service(rec, g)),
-    "child_batch": (S.CHILD_BATCH, lambda r, rec, g: r.update_child_batch(rec, g)),
-}
-
-
 @pytest.mark.parametrize("resource", list(SPEC))
 def test_store_writes_allow_exactly_the_spec_transitions(
     routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
 ) -> None:
-    kind, allowed = SPEC[resource]
-    spec, write = WRITERS[resource]
-    start = world[resource].record
-    for a in kind:
-        for b in kind:
-            if a is b:
-                continue
-
-            def attempt(rules: RoutedRules, a: Enum = a, b: Enum = b) -> tuple[object, ...]:
-                forced = force(rules, spec, dataclasses.replace(start, status=a))
-                try:
-                    write(rules, dataclasses.replace(forced.record, status=b), forced.generation)
-                except TransitionError as exc:
-                    return ("refused", exc.resource, exc.from_state, exc.to_state)
-                return ("allowed",)
-
-            ok = b.name in allowed.get(a.name, set())
-            expected = ("allowed",) if ok else ("refused", resource, a, b)
-            assert probe(routed, attempt) == expected, f"{resource} {a.name} -> {b.name}"
+    check_spec_transitions(routed, world, resource)
 
 
 @pytest.mark.parametrize("resource", list(WRITERS))
 def test_a_stale_generation_is_refused_and_the_row_is_unchanged(
     routed: RoutedStore, world: dict[str, Stored[Any]], resource: str
 ) -> None:
-    _spec, write = WRITERS[resource]
-    stored = world[resource]
-    before = bodies(routed)
-    for stale in (stored.generation - 1, stored.generation + 1, 0):
-        with pytest.raises(CASConflict):
-            routed.transact(lambda r, g=stale: write(r, stored.record, g))
-    assert bodies(routed) == before
-    # The current generation writes, and the generation moves on by one.
-    fresh = routed.transact(lambda r: write(r, stored.record, stored.generation))
-    assert fresh.generation == stored.generation + 1
+    check_stale_generations(routed, world, resource)
 
 
 def test_deployment_status_alias_and_envelope_writes_are_cas_too(

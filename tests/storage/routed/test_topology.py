@@ -24,8 +24,7 @@ from storage.routed.records import ChildBatch, ChildSpawnRequest, HandoffEnvelop
 from storage.routed.rules import Admission
 from storage.routed.store import RoutedStore
 
-from .support import admit, control, deployment, request
-from .test_admission import STEPS, Boom, counts
+from .support import STEPS, Boom, admit, control, counts, deployment, request
 
 PIPELINE = {
     "stage:0:fetch@1.0": "sha256:a",

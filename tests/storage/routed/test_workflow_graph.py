@@ -25,8 +25,8 @@ from storage.routed.records import (
 )
 from storage.routed.store import RoutedStore
 
-from .support import admit
-from .test_store_writes import _batch, _service, bodies
+from .support import _batch, _service, admit
+from .support import snapshot as bodies
 
 
 def test_child_results_commit_once_per_child_of_a_live_batch(routed: RoutedStore) -> None:

@@ -11,7 +11,7 @@ import io
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -28,25 +28,9 @@ from storage.run_records import (
     new_codecs,
 )
 
+from ..support.value_codecs import Line, Order, order_codec
+
 # ---------------------------------------------------------------- business types
-
-
-@dataclass(frozen=True)
-class Line:
-    sku: str
-    quantity: int
-    price: float
-
-
-@dataclass(frozen=True)
-class Order:
-    order_id: str
-    lines: tuple[Line, ...]
-    tags: dict[str, int]
-    coupon: str | None
-    blob: bytes
-    pair: tuple[int, str]
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -124,10 +108,6 @@ def order(**changes: Any) -> Order:
         "notes": ["leave at the door"],
     }
     return Order(**{**base, **changes})
-
-
-def order_codec() -> JsonCodec:
-    return JsonCodec(Order, id="test.order", version="1")
 
 
 # ---------------------------------------------------------------- registration

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from storage.errors import Corrupt
 from storage.run_records import new_codecs
 
-from .test_value_codecs import Line, Order, order_codec
+from ..support.value_codecs import Line, Order, order_codec
 
 # Wall-clock deadlines measure the shared test machine, not the codec.
 SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,1 @@
+"""Helpers the console tests share (never imported from a test module)."""
