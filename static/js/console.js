@@ -523,7 +523,10 @@
   function rows() {
     var all = document.querySelectorAll("main table.grid > tbody > tr");
     return Array.prototype.filter.call(all, function (tr) {
-      return !tr.hasAttribute("data-inline-confirm") && tr.getClientRects().length > 0;
+      // Not a confirmation: the Work list's (a row of its own) nor the Workflows
+      // list's (the row after each workflow, shown while it holds one).
+      return !tr.hasAttribute("data-inline-confirm") && !tr.classList.contains("routed-confirm-row") &&
+        tr.getClientRects().length > 0;
     });
   }
 

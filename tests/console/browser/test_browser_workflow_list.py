@@ -90,6 +90,12 @@ def test_a_page_of_fifty_workflows_reads_at_a_glance_and_acts_in_place(
     confirm = page.locator(f"#confirm-{running} .inline-confirm.routed")
     expect(confirm).to_contain_text(f"Pause {running}?")
     assert serious(page) == []
+    # j/k step from workflow to workflow, over the open confirmation's row.
+    second = page.locator(ROWS).nth(1).get_attribute("id")
+    page.locator("h1").click()  # the focus out of the link, as a reader's would be
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(page.locator("tr.kbd-focus")).to_have_attribute("id", second or "")
     confirm.locator("button[data-close-confirm]").click()  # "Keep it"
     expect(confirm).to_have_count(0)
     assert max(row_heights(page)) <= DESKTOP_ROW
