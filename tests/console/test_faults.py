@@ -198,6 +198,20 @@ def test_a_database_that_refuses_writes_refuses_sign_in_with_a_503(client, read_
     assert_console_503(response, "read-only transaction")
 
 
+@pytest.mark.postgres_only
+def test_a_database_that_refuses_writes_still_shows_the_pages_and_refuses_actions(
+    as_alice, read_only_database
+):
+    for path in READ_PAGES:  # a GET writes nothing
+        assert as_alice.get(path).status_code == 200, path
+
+    cancel = as_alice.post("/actions/cancel/w1", {"reason": "stop", "token": new_token()})
+
+    # Storage's own translation: the server refused a write (ReadOnly), not a fault.
+    assert cancel.status_code == 403
+    assert "read-only transaction" in cancel.content.decode()
+
+
 @pytest.fixture
 def unreachable(as_alice, some_work):
     """Both aliases pointed at a port nothing listens on: a server stopped."""
@@ -221,6 +235,13 @@ def unreachable(as_alice, some_work):
 @pytest.mark.parametrize("path", ["/", "/routed/workflows"])  # each waits out the pool
 def test_an_unreachable_server_is_a_503_page(as_alice, unreachable, path):
     assert_console_503(as_alice.get(path))
+
+
+@pytest.mark.postgres_only
+def test_an_unreachable_server_refuses_actions_with_a_503(as_alice, unreachable):
+    cancel = as_alice.post("/actions/cancel/w1", {"reason": "stop", "token": new_token()})
+
+    assert_console_503(cancel)
 
 
 @pytest.mark.postgres_only
