@@ -114,6 +114,7 @@ class Tx(Protocol):
         sources: Sequence[str] = (),
         types: Sequence[str] = (),
         actors: Sequence[str] = (),
+        key: CorrelationKey | None = None,
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,

@@ -247,6 +247,21 @@ class KeyRow(_Row):
         ]
 
 
+class EventKeyRow(_Row):
+    """One correlation key an Event carries, beside its sequence: the index of the
+    Events by key (``find_events(key=...)``: everything about a key), written with the
+    Event's row; the Event's JSON still holds its keys in order. Migration 0021
+    backfills it."""
+
+    seq = models.BigIntegerField()
+    source = models.CharField(max_length=255)
+    external_id = models.CharField(max_length=255)
+
+    class Meta:
+        db_table = "conduit_event_key"
+        indexes = [models.Index(fields=["source", "external_id", "seq"], name="event_key")]
+
+
 class EventRow(_Row):
     # The acceptance sequence. AUTOINCREMENT on SQLite: never reused, even after a
     # rollback or a deletion, so replay cursors stay valid.

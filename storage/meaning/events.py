@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..records import Nanos, StoredEvent
+from ..records import CorrelationKey, Nanos, StoredEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,8 @@ class EventScan:
     types: tuple[str, ...] = ()
     # Any of these actors (``Event.actor``: "operator:alice"); () is off.
     actors: tuple[str, ...] = ()
+    # Carrying this correlation key (any of its keys); None is off.
+    key: CorrelationKey | None = None
     # Acceptance time in [received_since, received_before); None: unbounded.
     received_since: Nanos | None = None
     received_before: Nanos | None = None
@@ -49,6 +51,7 @@ class EventScan:
             and (not self.sources or e.source in self.sources)
             and (not self.types or e.type in self.types)
             and (not self.actors or e.actor in self.actors)
+            and (self.key is None or self.key in e.keys)
             and (self.received_since is None or e.received_at >= self.received_since)
             and (self.received_before is None or e.received_at < self.received_before)
         )

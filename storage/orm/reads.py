@@ -34,7 +34,15 @@ from ..meaning import series_tally
 from ..meaning.events import EventScan
 from ..meaning.ids import prefix_upper
 from ..meaning.series import series_states
-from ..models import EXHAUSTED_ROWS, GROUPED_ROWS, EventRow, JsonNanos, JsonText, WorkRow
+from ..models import (
+    EXHAUSTED_ROWS,
+    GROUPED_ROWS,
+    EventKeyRow,
+    EventRow,
+    JsonNanos,
+    JsonText,
+    WorkRow,
+)
 from ..records import (
     LIVE_EXECUTION_STATES,
     Buckets,
@@ -214,6 +222,15 @@ class OrmReads(OrmFacets):
         if scan.actors:
             # By the event_actor expression index (migration 0019, the same spelling).
             qs = qs.alias(actor=JsonText("actor")).filter(actor__in=list(scan.actors))
+        if scan.key is not None:
+            # The key's Events by the event_key index (source, external_id, seq): the
+            # cost follows the Events carrying it, not the history.
+            carrying = EventKeyRow.objects.using(self.alias).filter(
+                source=scan.key.source, external_id=scan.key.external_id, seq__gt=scan.after
+            )
+            if scan.before:
+                carrying = carrying.filter(seq__lt=scan.before)
+            qs = qs.filter(seq__in=carrying.values("seq"))
         if scan.received_since is not None or scan.received_before is not None:
             qs = self._received_between(qs, scan.received_since, scan.received_before)
         rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*EVENT_FIELDS)

@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Model
 
 from ..models import (
+    EventKeyRow,
     EventRow,
     ExecutionRow,
     KeyRow,
@@ -126,6 +127,7 @@ WAIT = WaitRow._meta.db_table
 TIMER = TimerRow._meta.db_table
 EVENT = EventRow._meta.db_table
 KEY = KeyRow._meta.db_table
+EVENT_KEY = EventKeyRow._meta.db_table
 META = MetaRow._meta.db_table
 KV = KVRow._meta.db_table
 RUN_RECORD = RunRecordRow._meta.db_table

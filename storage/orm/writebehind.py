@@ -240,6 +240,7 @@ _EVENT_INSERT = (
     "scope_id, route_work_id, disposition, routed_ns, data) "
     "VALUES ({seq}, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
+_EVENT_KEY_INSERT = f"INSERT INTO {schema.EVENT_KEY} (seq, source, external_id) VALUES (%s, %s, %s)"
 _EVENT_UPDATE = (
     f"UPDATE {schema.EVENT} SET scope_id = %s, route_work_id = %s, disposition = %s, "
     "routed_ns = %s WHERE id = %s"
@@ -329,6 +330,7 @@ class WriteBehind:
     def _event_statements(self, sequence: str) -> list[tuple[str, list[Any]]]:
         inserts: list[list[Any]] = []
         updates: list[list[Any]] = []
+        keys: list[list[Any]] = []
         for row in self.events.dirty.values():
             stored, e = row.stored, row.stored.event
             route = stored.route or Route("", "", 0)
@@ -338,6 +340,7 @@ class WriteBehind:
                 continue
             envelope = [e.id, e.source, e.delivery_id, e.type, e.work_id, e.causation_id]
             inserts.append([stored.sequence, *envelope, *routing, codec.encode(e)])
+            keys.extend([stored.sequence, k.source, k.external_id] for k in e.keys)
             row.in_db = True
         self.events.dirty.clear()
         # Inserts in sequence order: appends to the table's B-tree, as single INSERTs did.
@@ -345,6 +348,8 @@ class WriteBehind:
         out = []
         if inserts:
             out.append((_EVENT_INSERT.format(seq=sequence), inserts))
+        if keys:
+            out.append((_EVENT_KEY_INSERT, keys))
         if updates:
             out.append((_EVENT_UPDATE, updates))
         return out

@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..errors import Conflict, Invalid, NotFound
 from ..meaning import series_tally
 from ..meaning.events import EventScan
-from ..records import Event, Nanos, Route, StoredEvent
+from ..records import CorrelationKey, Event, Nanos, Route, StoredEvent
 from . import fields
 from .base import TxBase
 
@@ -149,6 +149,7 @@ class EventRules(TxBase):
         sources: Sequence[str] = (),
         types: Sequence[str] = (),
         actors: Sequence[str] = (),
+        key: CorrelationKey | None = None,
         scope_ids: Sequence[str] | None = None,
         work_id: str = "",
         unrouted: bool = False,
@@ -166,6 +167,8 @@ class EventRules(TxBase):
         for what, values in named.items():
             if isinstance(values, str):
                 raise Invalid(f"find_events {what} takes a sequence, not a string")
+        if key is not None and not isinstance(key, CorrelationKey):
+            raise Invalid("find_events key takes a CorrelationKey")
         scan = EventScan(
             after=after,
             before=before,
@@ -174,6 +177,7 @@ class EventRules(TxBase):
             sources=tuple(sources),
             types=tuple(types),
             actors=tuple(actors),
+            key=key,
             scope_ids=None if scope_ids is None else tuple(scope_ids),
             work_id=work_id or None,
             unrouted=unrouted,

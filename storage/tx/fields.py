@@ -72,6 +72,7 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
         "state": 16,
     },
     "conduit_key": {"source": ID_MAX_BYTES, "external_id": ID_MAX_BYTES, "work_id": ID_MAX_BYTES},
+    "conduit_event_key": {"source": ID_MAX_BYTES, "external_id": ID_MAX_BYTES},
     "conduit_event": {
         "id": ID_MAX_BYTES,
         "source": ID_MAX_BYTES,

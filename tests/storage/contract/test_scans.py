@@ -342,3 +342,31 @@ def test_find_events_selects_by_actor(store: Store, clock: FakeClock) -> None:
     seq = {e.id: e.sequence for e in tx(store, lambda t: t.events())}
     assert find(actors=alice, before=seq["m3"], newest_first=True, limit=1) == ["m1"]
     fails(store, Invalid, lambda t: t.find_events(actors="operator:alice"), "actors: a string")
+
+
+def test_find_events_selects_by_key(store: Store, clock: FakeClock) -> None:
+    """Everything about a key: ``key`` keeps the Events carrying it among their keys
+    (first or not), with the other filters, newest first and paged by sequence; odd
+    characters and a 255-byte key are keys like any other."""
+    odd = key("a/b c?d#%2F\u00e9" + "x" * 242, "shop/eu")  # 255 bytes in UTF-8
+    rows = [  # id, keys, type
+        ("e1", [key("o-1")], "order.placed"),
+        ("e2", [key("o-2")], "order.placed"),
+        ("e3", [key("o-9"), key("o-1")], "order.paid"),
+        ("e4", [], "order.placed"),
+        ("e5", [key("o-1")], "order.shipped"),
+        ("e6", [odd], "order.placed"),
+    ]
+    tx(store, lambda t: [t.accept_event(make_event(i, keys=k, type=ty)) for i, k, ty in rows])
+
+    def find(**kw: object) -> list[str]:
+        return tx(store, lambda t: ids(t.find_events(**kw)))  # type: ignore[arg-type]
+
+    assert find(key=key("o-1")) == ["e1", "e3", "e5"], "find_events: any of an Event's keys"
+    assert find(key=key("o-1"), newest_first=True, limit=2) == ["e5", "e3"]
+    assert find(key=key("o-1"), types=["order.placed"]) == ["e1"], "find_events: key and type"
+    assert find(key=key("o-1", "other")) == [], "find_events: the source is part of the key"
+    assert find(key=odd) == ["e6"], "find_events: an odd 255-byte key"
+    seq = {e.id: e.sequence for e in tx(store, lambda t: t.events())}
+    assert find(key=key("o-1"), before=seq["e5"], after=seq["e1"]) == ["e3"]
+    fails(store, Invalid, lambda t: t.find_events(key="o-1"), "key: a string")  # type: ignore[arg-type]
