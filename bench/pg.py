@@ -32,6 +32,7 @@ TABLES = (
     "conduit_key",
     "conduit_execution",
     "conduit_event",
+    "conduit_event_key",
     "conduit_wait",
     "conduit_timer",
     "conduit_kv",
@@ -43,6 +44,7 @@ TABLES = (
 IDENTITIES = (
     ("conduit_event", "seq"),
     ("conduit_key", "id"),
+    ("conduit_event_key", "id"),
     ("conduit_kv", "id"),
     ("conduit_work_tally", "id"),
     ("conduit_series_tally", "id"),
