@@ -5,6 +5,7 @@ from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
 from console.http import by_method
+from console.keys import views as keys
 from console.operate import bulk
 from console.operate import views as operate
 from console.routed import bulk as routed_bulk
@@ -38,6 +39,7 @@ urlpatterns = [
     path("events", events.event_list, name="events"),
     path("events/<id:event_id>", events.event_detail, name="event_detail"),
     path("operators/<id:name>", events.operator_actions, name="operator"),
+    path("keys", keys.key_detail, name="key"),
     path("executions", runtime.executions, name="executions"),
     path(
         "executions/<id:execution_id>/artifacts/<str:artifact_id>",

@@ -17,11 +17,14 @@ from typing import Any
 from django.http import QueryDict
 
 from console.urlstate import TIME_FILTERS, FilterError, cleared, parse_times, querystring, text
+from storage import CorrelationKey
 
 EVENT_PAGE_SIZE = 50
 
 
 EVENT_TEXTS = ("source", "type", "scope", "within", "work", "actor")
+KEY_PARTS = ("key_source", "key_id")
+KEY_BYTES = 255  # a key part's limit in UTF-8 (the storage identifier rule)
 # The actor an operator's console actions record (``storage.ops.manual.record``).
 OPERATOR = "operator:"
 
@@ -44,6 +47,9 @@ class EventFilter:
     within: str = ""
     work: str = ""
     actor: str = ""
+    # A correlation key (both parts, or neither): the Events carrying it.
+    key_source: str = ""
+    key_id: str = ""
     mine: bool = False
     unrouted: bool = False
     since: str = ""
@@ -52,13 +58,17 @@ class EventFilter:
     until_ns: int | None = None
 
     def params(self) -> list[tuple[str, str]]:
-        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *TIME_FILTERS)]
+        out = [(n, getattr(self, n)) for n in (*EVENT_TEXTS, *KEY_PARTS, *TIME_FILTERS)]
         out = [(n, v) for n, v in out if v]
         if self.mine:
             out.append(("mine", "1"))
         if self.unrouted:
             out.append(("unrouted", "1"))
         return out
+
+    @property
+    def key(self) -> CorrelationKey | None:
+        return CorrelationKey(self.key_source, self.key_id) if self.key_source else None
 
     def actors(self, username: str) -> list[str]:
         """The actors selected: the typed one, or the signed-in operator's (mine)."""
@@ -112,11 +122,30 @@ class SeqCursor:
 def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[EventFilter, SeqCursor]:
     errors: dict[str, str] = {}
     texts: dict[str, Any] = {n: text(n, data.get(n, ""), errors) for n in EVENT_TEXTS}
+    texts |= {n: key_part(n, data.get(n, ""), errors) for n in KEY_PARTS}
     times = parse_times({n: data.get(n, "") for n in TIME_FILTERS}, now_ns, errors)
     unrouted = _flag("unrouted", data, errors, "only Events no Work took, or all.")
     mine = _flag("mine", data, errors, "only your own actions, or everyone's.")
     if mine and texts["actor"]:
         errors["mine"] = "Give actor or mine (your own actions), not both."
+    if bool(texts["key_source"]) != bool(texts["key_id"]):
+        errors["key_id"] = "A key is its source and its ID: give key_source and key_id both."
+    cursor = _cursor(data, errors)
+    if errors:
+        raise FilterError(errors)
+    return EventFilter(unrouted=unrouted, mine=mine, **texts, **times), SeqCursor(**cursor)
+
+
+def key_part(name: str, raw: str, errors: dict[str, str]) -> str:
+    """A correlation key's source or ID exactly as given (not stripped: a key may start
+    or end with a space), within what the store accepts: no NUL, at most 255 bytes."""
+    if "\x00" in raw or len(raw.encode("utf-8", "surrogatepass")) > KEY_BYTES:
+        errors[name] = f"{name} is at most {KEY_BYTES} bytes of UTF-8, without NUL."
+        return ""
+    return raw
+
+
+def _cursor(data: QueryDict, errors: dict[str, str]) -> dict[str, int]:
     cursor = {}
     for name in ("before", "after"):
         raw = data.get(name, "")
@@ -126,6 +155,13 @@ def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[Even
             cursor[name] = int(raw)
     if len(cursor) > 1:
         errors["after"] = "Give either after or before, not both."
+    return cursor
+
+
+def parse_cursor(data: QueryDict) -> SeqCursor:
+    """An acceptance-sequence cursor alone (pages other than the stream that page it)."""
+    errors: dict[str, str] = {}
+    cursor = _cursor(data, errors)
     if errors:
         raise FilterError(errors)
-    return EventFilter(unrouted=unrouted, mine=mine, **texts, **times), SeqCursor(**cursor)
+    return SeqCursor(**cursor)

@@ -39,6 +39,7 @@ def read_events(
             "sources": [f.source] if f.source else [],
             "types": [f.type] if f.type else [],
             "actors": actors or [],
+            "key": f.key,
             "scope_ids": scope_ids,
             "work_id": f.work,
             "unrouted": f.unrouted,

@@ -148,6 +148,19 @@ def actor_link(actor: str) -> SafeString:
     return format_html('<a class="mono" href="{}">{}</a>', url, visible(actor))
 
 
+@register.simple_tag
+def key_link(key: Any) -> SafeString:
+    """A correlation key as a chip linking to everything about it (``/keys``)."""
+    query = urlencode([("source", key.source), ("id", key.external_id)])
+    return format_html(
+        '<a class="key mono" href="{}?{}">{}/{}</a>',
+        reverse("key"),
+        query,
+        visible(key.source),
+        visible(key.external_id),
+    )
+
+
 @register.filter
 def grouped(n: int) -> str:
     """A count with thousands separated (1,000), as the bulk pages state them."""
