@@ -9,7 +9,9 @@ Each check names what it proves and, when it fails, why:
 - ``database writable``: on the "default" alias, a transaction holding one write
   statement that matches no row, always rolled back. SQLite refuses it on a read-only
   file, folder or mount; PostgreSQL in a read-only transaction or on a standby. It
-  changes nothing, so a probe every second costs a lock taken and let go.
+  changes nothing, so a probe every second costs a lock taken and let go. On SQLite
+  that lock is the writers' lock: behind a long write the probe waits, as any write
+  would, up to the 30 s busy timeout (give the probe a timeout of its own).
 - ``disk space`` (SQLite only): the filesystem holding the database has at least
   ``READY_MIN_FREE_MB``. A full disk refuses writes only once a page must be added,
   which a rolled-back statement never needs; the space is the honest check. A
