@@ -2,7 +2,7 @@
 reached (issue 30): the signed-in operator gets the console's own 503 page, never a
 500 or a traceback; /healthz stays liveness and /readyz says which check failed.
 
-SQLite's faults are real (tests/console/faults.py: a read-only bind mount, which root
+SQLite's faults are real (tests/console/support/faults.py: a read-only bind mount, which root
 cannot write through either, and a full tmpfs); PostgreSQL's are the server's own (a
 database set read-only, a port nothing listens on)."""
 
@@ -16,7 +16,7 @@ from django.test import Client
 from console.actions import new_token
 from tests.console import factories as f
 from tests.console.conftest import DB
-from tests.console.faults import console_database, copy_database, fill, full_disk, read_only
+from tests.console.support.faults import console_database, copy_database, fill, full_disk, read_only
 
 pytestmark = DB
 

@@ -73,6 +73,7 @@ def seeded(django_user_model):
     f.exhausted("w-exhausted", message="upstream 502 for order 18")
     f.failed("w-failed", message="card declined")
     f.work("w-cancelled")
+    f.work("w-keyed", keys=[("shop", "o-1")])
     f.timed_out("w-timed-out")
     f.timer("t1", work_id="w-parked")
     f.work("w-done", scope_id="acme")
@@ -132,6 +133,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "errors": [({}, "", 200)],
     "events": [({}, "", 200), ({}, "unrouted=1", 200)],
     "events/<id:event_id>": [({}, "", 200)],
+    "keys": [({}, "source=shop&id=o-1", 200)],
     "operators/<id:name>": [({}, "", 200)],
     "executions": [({}, "", 200), ({}, "expired=1", 200)],
     "executions/<id:execution_id>/artifacts/<str:artifact_id>": [({}, "", 200)],
