@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from console.actions import REASON_MAX
+from console.actions.common import REASON_MAX
 
 # The reasons operators give most: one click in the compact confirmation, and the
 # free text adds to (or replaces) it. Kept short so the choice reads at a glance.

@@ -2,7 +2,7 @@
 routed run, and the permissions that authorise every operator action (Work and routed:
 ``console.access``).
 
-``RoutedActionNote`` is the audit of ``console.routed.actions``: the routed-run
+``RoutedActionNote`` is the audit of ``console.actions.routed``: the routed-run
 records keep the actor and the idempotency key, but a ``ControlRequest`` (verbatim
 from the spec) has no reason, and a deployment status change has no actor; the note
 keeps both, one row per form submission and workflow (its token is unique, which is also what

@@ -36,7 +36,11 @@ ID_URLS = {
     "retry_work": "work_id",
     "cancel_work": "work_id",
     "routed_workflow": "workflow_id",
-    "routed_action": "workflow_id",  # with action=...
+    # One route per routed workflow action (RoutedAction.url_name).
+    **{
+        f"routed_{action}": "workflow_id"
+        for action in ("pause", "resume", "cancel", "restart", "continue", "amend_limits")
+    },
 }
 
 

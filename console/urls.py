@@ -8,9 +8,6 @@ from console.http import by_method
 from console.keys import views as keys
 from console.operate import bulk
 from console.operate import views as operate
-from console.routed import bulk as routed_bulk
-from console.routed import control as routed_control
-from console.routed import deploy_actions as routed_deploy
 from console.run_records import views as run_records
 from console.runtime import artifacts
 from console.runtime import views as runtime
@@ -54,23 +51,7 @@ urlpatterns = [
     # The section's URLs before the rename (issue 33): moved permanently, path and query kept.
     path("runs", run_records.runs_moved),
     path("runs/<id:rest>", run_records.runs_moved),
-    # Routed-run operator actions (console/routed/control.py, bulk.py).
-    path("routed/actions/bulk", routed_bulk.bulk_control, name="routed_bulk"),
-    path(
-        "routed/actions/deployment/<str:action>/<id:deployment_id>",
-        routed_deploy.deployment_status,
-        name="routed_deployment_action",
-    ),
-    path(
-        "routed/actions/alias/repoint/<id:alias>",
-        routed_deploy.alias_repoint,
-        name="routed_alias_repoint",
-    ),
-    path(
-        "routed/actions/<str:action>/<id:workflow_id>",
-        routed_control.workflow_action,
-        name="routed_action",
-    ),
+    # Routed runs: every page and action in console/routed/urls.py.
     path("routed/", include("console.routed.urls")),
     path("dashboard", dashboard.dashboard, name="dashboard"),
     path("dashboard/<id:scope_id>", dashboard.dashboard, name="dashboard_scope"),

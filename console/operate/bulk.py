@@ -28,7 +28,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.actions import BULK_CAP, BulkSummary, do_bulk, new_token, read_progress
+from console.actions.common import new_token
+from console.actions.work import BULK_CAP, BulkSummary, do_bulk, read_progress
 from console.errors import error_page
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from console.actions import BULK_CAP
+from console.actions.work import BULK_CAP
 from console.attempts import LastTry, read_last_tries
 from console.operate.reads import bulk_refusal, timed_work
 from console.polling import read

@@ -18,8 +18,9 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from console.access import WORK_CONTROL, action_view
-from console.actions import REQUEST_RECOVERY_SCAN as RECOVERY_SCAN
-from console.actions import do_cancel_work, do_retry_work, message, new_token
+from console.actions.common import new_token
+from console.actions.work import REQUEST_RECOVERY_SCAN as RECOVERY_SCAN
+from console.actions.work import do_cancel_work, do_retry_work, message
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest, local_next, wants_fragment
 from console.operate.reads import read_action_preview

@@ -1,18 +1,13 @@
-"""Bulk pause, resume and cancel of routed-run workflows: ``do_bulk_control`` (shared
-by the view and the tests) and the confirmation over the workflows list's filter.
-
-As the Work list's bulk (``console.operate.bulk``): the confirmation restates the
-filter and what it matches by status, the POST re-reads the filter and acts on what
-the map still allows, batched, and the summary says done / skipped (with reasons).
+"""The bulk confirmation of routed-run workflows over the Workflows list's filter:
+GET restates the filter and what it matches by status, POST re-reads the filter and
+acts (``console.actions.routed_bulk.do_bulk_control``) on what the map still allows,
+and the summary says done / skipped (with reasons). As the Work list's bulk
+(``console.operate.bulk``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
@@ -20,144 +15,25 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from console.access import SCOPE_PERMISSION, refusal
-from console.actions import BULK_YIELD_MAX, new_token
+from console.actions.common import new_token
+from console.actions.routed import BULK_ACTIONS, RoutedAction
+from console.actions.routed_bulk import BULK_CAP, do_bulk_control
 from console.errors import storage_errors
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
-from console.models import RoutedActionNote
 from console.routed.filters import parse_workflow_filter
 from console.routed.reads import alert_ids, search
 from console.urlstate import FilterError
-from storage import Invalid, StorageError
+from storage import Invalid
 from storage.default import default_routed_store
 from storage.routed.enums import WorkflowStatus
-from storage.routed.errors import InvalidArgument, RoutedNotFound
-from storage.routed.ids import ControlRequestID, WorkflowID
-from storage.routed.records import ControlRequest, WorkflowRecord
+from storage.routed.records import WorkflowRecord
 from storage.routed.rules import RoutedRules
 from storage.routed.rules.listing import MAX_PAGE
-from storage.routed.store import RoutedStore
 
-from .actions import RoutedAction, RoutedResult, actor_of, check_request, note, note_token
 from .previews import allowed_actions
 
 TEMPLATE = "console/routed/bulk.html"
-# Workflows per transaction. Measured on SQLite under a load of 15 (2 cores shared):
-# a pause costs about 33 ms per workflow (its runs, nodes, batches, envelope, desired
-# state, request and result), so the Work bulk's 25 would hold the write lock for
-# about 0.8 s; 5 keeps a transaction near 150 ms there (tens of ms when idle).
-BATCH = 5
-# Workflows per bulk request: at that cost 1,000 take 5-35 s in one request (the
-# Work bulk's 10,000 would outlast the server's worker timeout); the confirmation
-# says when there are more, and acting again takes the next ones.
-CAP = 1000
-
-# ---------------------------------------------------------------- bulk
-
-
-BULK_ACTIONS = (RoutedAction.PAUSE, RoutedAction.RESUME, RoutedAction.CANCEL)
-
-
-@dataclass(frozen=True, slots=True)
-class BulkControlSummary:
-    action: RoutedAction
-    done: tuple[RoutedResult, ...]
-    skipped: tuple[tuple[str, str], ...]  # (workflow ID, why)
-
-
-def do_bulk_control(
-    routed: RoutedStore,
-    *,
-    username: str,
-    action: RoutedAction,
-    workflow_ids: Sequence[str],
-    reason: str,
-    token: str,
-) -> BulkControlSummary:
-    """Pause, resume or cancel many workflows, each at its generation as read in the
-    transaction that acts on it (a bulk form has no per-row generation: what the
-    filter matched is re-checked against the map instead, and skipped with its
-    status when the action no longer applies). One token for the run: each
-    workflow's control request is keyed by it, so a resubmitted bulk form replays."""
-    if action not in BULK_ACTIONS:
-        raise Invalid(f"bulk {action.value} is not offered")
-    reason = check_request(username, reason, token)
-    ids = list(dict.fromkeys(workflow_ids))
-    if len(ids) > CAP:
-        raise Invalid(f"a bulk action takes at most {CAP} workflows, not {len(ids)}")
-    command = action.command
-    if command is None:
-        raise Invalid(f"{action.value} is not a workflow control command")
-
-    def one(r: RoutedRules, raw: str) -> RoutedResult | tuple[str, str]:
-        try:
-            wf = r.get_workflow(WorkflowID.parse(raw))
-        except (RoutedNotFound, InvalidArgument) as exc:
-            return (raw, str(exc))
-        try:
-            desired = r.get_desired_state(wf.record.workflow_id).record.cancel_precedence
-        except RoutedNotFound:
-            desired = False
-        status = wf.record.status
-        if action not in allowed_actions(status, cancel_desired=desired):
-            return (raw, f"{status.name.lower()}: {action.value} does not apply")
-        req = ControlRequest(
-            control_request_id=ControlRequestID.new(),
-            workflow_id=wf.record.workflow_id,
-            command=command,
-            expected_generation=wf.generation,
-            actor_identity=actor_of(username),
-            authority_scope=action.authority,
-            idempotency_key=token,
-        )
-        outcome = r.request_control(req)
-        res = outcome.result
-        return RoutedResult(action, raw, res.applied, res.detail, duplicate=outcome.replay)
-
-    results: list[RoutedResult | tuple[str, str]] = []
-    for start in range(0, len(ids), BATCH):
-        chunk = ids[start : start + BATCH]
-        # A resubmitted bulk form: what it did is noted, and the store would replay it.
-        noted = {
-            n.target: n
-            for n in RoutedActionNote.objects.filter(
-                token__in=[note_token(token, i) for i in chunk]
-            )
-        }
-        results += [
-            RoutedResult(action, i, noted[i].done, noted[i].detail, duplicate=True)
-            for i in chunk
-            if i in noted
-        ]
-        chunk = [i for i in chunk if i not in noted]
-        began = time.monotonic()
-        try:
-            results += routed.transact(partial(_each, one, chunk))
-        except StorageError:
-            # One workflow refused mid-batch (it moved under us): the batch rolled
-            # back, so take its workflows one transaction each and skip the refused.
-            for raw in chunk:
-                try:
-                    results += routed.transact(partial(_each, one, [raw]))
-                except StorageError as exc:
-                    results.append((raw, str(exc)))
-        # As the Work bulk does: yield the write lock as long as this batch held it,
-        # so a waiting writer (the supervisor, another operator) gets its turn.
-        time.sleep(min(time.monotonic() - began, BULK_YIELD_MAX))
-    done = tuple(x for x in results if isinstance(x, RoutedResult))
-    for result in done:
-        note(token, result.target, username, reason, result)
-    skipped = tuple(x for x in results if not isinstance(x, RoutedResult))
-    return BulkControlSummary(action, done, skipped)
-
-
-Outcome = RoutedResult | tuple[str, str]
-
-
-def _each(
-    one: Callable[[RoutedRules, str], Outcome], ids: list[str], r: RoutedRules
-) -> list[Outcome]:
-    return [one(r, i) for i in ids]
 
 
 # ---------------------------------------------------------------- the confirmation and the action
@@ -166,7 +42,7 @@ def _each(
 def matching(data: QueryDict, action: RoutedAction) -> tuple[list[str], dict[str, int]]:
     """The IDs of the workflows the Workflows list's filter matches (its own
     parameters: facets, ``q``, ``alert``) whose status lets ``action`` apply, newest
-    first, at most CAP (acting again takes the next ones: the first are no longer
+    first, at most BULK_CAP (acting again takes the next ones: the first are no longer
     eligible), and what the filter matches by status; one snapshot."""
     try:
         f = parse_workflow_filter(data)
@@ -196,8 +72,8 @@ def matching(data: QueryDict, action: RoutedAction) -> tuple[list[str], dict[str
         out: list[WorkflowRecord] = []
         after = None
         query = dataclasses.replace(query, statuses=eligible)
-        while eligible and len(out) < CAP:
-            page = r.page_workflows(query, after, min(MAX_PAGE, CAP - len(out)))
+        while eligible and len(out) < BULK_CAP:
+            page = r.page_workflows(query, after, min(MAX_PAGE, BULK_CAP - len(out)))
             out += [s.record for s in page.rows]
             if not page.next_after:
                 break
@@ -226,7 +102,7 @@ def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
     """GET: what the filter matches and what the action will do to it; POST: act on
     what the filter matches now (re-read), then the summary."""
     data = request.POST if request.method == "POST" else request.GET
-    act = _action(data)
+    act = _action(data)  # an unknown action is a 400 for anyone, before who may
     refused = refusal(request, SCOPE_PERMISSION[act.authority])
     if refused is not None:
         return refused
@@ -241,7 +117,7 @@ def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
         "eligible": len(ids),
         "params": _filter_params(filter_data),
         "filter_qs": parse_workflow_filter(filter_data).querystring().lstrip("?"),
-        "cap": CAP,
+        "cap": BULK_CAP,
     }
     if request.method != "POST":
         form = ActionForm(initial={"token": new_token()})

@@ -1,6 +1,6 @@
-"""The confirmation views of routed-run actions: GET shows what the action will do
-(the compact form in place for htmx, the full page without JavaScript), POST does it
-through ``console.routed.actions``.
+"""The confirmation views of routed-run workflow actions, one route and one view per
+action: GET shows what the action will do (the compact form in place for htmx, the
+full page without JavaScript), POST does it through ``console.actions.routed``.
 
 Both refuse (403) a user without the action's authority and every user under
 ``CONSOLE_READ_ONLY``; a stale form is answered with the confirmation re-read and
@@ -15,26 +15,23 @@ from urllib.parse import quote
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from console.access import SCOPE_PERMISSION, refusal
-from console.actions import new_token
-from console.errors import storage_errors
+from console.access import ROUTED_AMEND_LIMITS, ROUTED_CONTROL, action_view
+from console.actions import routed as a
+from console.actions.common import new_token
 from console.http import HtmxHttpRequest, local_next, wants_fragment
 from storage.default import default_routed_store
 
-from . import actions as a
 from .forms import EXACT, AmendForm, ControlForm, RestartForm
 from .previews import Preview, read_preview
 
 FULL = "console/routed/confirm.html"
 INLINE = "console/routed/_confirm_inline.html"
-_BY_SLUG = {act.value: act for act in a.WORKFLOW_ACTIONS}
 _DO = {
     a.RoutedAction.PAUSE: a.do_pause_workflow,
     a.RoutedAction.RESUME: a.do_resume_workflow,
@@ -48,22 +45,57 @@ def workflow_url(workflow_id: str) -> str:
     return reverse("routed_workflow", kwargs={"workflow_id": workflow_id})
 
 
+# One route and one view per action (console/routed/urls.py); each is its confirmation
+# on GET and the action on POST.
+
+
 @require_http_methods(["GET", "POST"])
-@login_required
-@storage_errors
-def workflow_action(request: HtmxHttpRequest, action: str, workflow_id: str) -> HttpResponse:
-    act = _BY_SLUG.get(action)
-    if act is None:
-        raise Http404(f"no routed-run action {action!r}")
-    refused = refusal(request, SCOPE_PERMISSION[act.authority])
-    if refused is not None:
-        return refused
+@action_view(ROUTED_CONTROL)
+def pause_workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    """Pause a running workflow at its next boundary."""
+    return _workflow_action(request, a.RoutedAction.PAUSE, workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_CONTROL)
+def resume_workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    return _workflow_action(request, a.RoutedAction.RESUME, workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_CONTROL)
+def cancel_workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    return _workflow_action(request, a.RoutedAction.CANCEL, workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_CONTROL)
+def restart_workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    """A new workflow from this one's receipt, on its deployment or an alias's."""
+    return _workflow_action(request, a.RoutedAction.RESTART, workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_CONTROL)
+def continue_workflow(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    return _workflow_action(request, a.RoutedAction.CONTINUE, workflow_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_AMEND_LIMITS)
+def amend_limits(request: HtmxHttpRequest, workflow_id: str) -> HttpResponse:
+    """Raise a workflow's ceilings (runs:amend_limits)."""
+    return _workflow_action(request, a.RoutedAction.AMEND_LIMITS, workflow_id)
+
+
+def _workflow_action(
+    request: HtmxHttpRequest, act: a.RoutedAction, workflow_id: str
+) -> HttpResponse:
     back = local_next(request)
     routed = default_routed_store()
-    if request.method != "POST":
-        preview = read_preview(routed, act, workflow_id)
-        return _confirmation(request, preview, _initial_form(preview), back)
     preview = read_preview(routed, act, workflow_id)
+    if request.method != "POST":
+        return _confirmation(request, preview, _initial_form(preview), back)
     form = _form(preview, request.POST)
     if not form.is_valid():
         return _confirmation(request, preview, form, back, status=400)
@@ -150,7 +182,7 @@ def _confirmation(
     stale: str = "",
 ) -> HttpResponse:
     wf_id = preview.workflow.record.workflow_id
-    url = reverse("routed_action", kwargs={"action": preview.action.value, "workflow_id": wf_id})
+    url = reverse(preview.action.url_name, kwargs={"workflow_id": wf_id})
     context = {
         "action": preview.action,
         "preview": preview,

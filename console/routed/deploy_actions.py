@@ -1,7 +1,7 @@
-"""Deployment deactivate/activate and alias repoint: confirmation (GET) and action
-(POST), with the generation the page was read at (compare-and-set: a stale form is
-the confirmation re-read, 409, "changed since you loaded it"). They change what
-future invocations admit, so they need runs:control."""
+"""Deployment deactivate/activate and alias repoint, one route and one view each:
+confirmation (GET) and action (POST), with the generation the page was read at
+(compare-and-set: a stale form is the confirmation re-read, 409, "changed since you
+loaded it"). They change what future invocations admit, so they need runs:control."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from console.access import ROUTED_CONTROL, refusal
-from console.actions import new_token
-from console.errors import storage_errors
+from console.access import ROUTED_CONTROL, action_view
+from console.actions import routed as a
+from console.actions.common import new_token
 from console.http import HtmxHttpRequest, local_next
 from storage.default import default_routed_store
 from storage.routed.enums import DeploymentStatus
@@ -25,23 +24,27 @@ from storage.routed.records import AliasRecord, DeploymentRecord, Stored
 from storage.routed.rules import RoutedRules
 from storage.routed.rules.base import check_text
 
-from . import actions as a
 from .forms import AliasForm, DeploymentForm
 
 TEMPLATE = "console/routed/confirm_deploy.html"
-_STATUS_ACTIONS = {"activate": a.RoutedAction.ACTIVATE, "deactivate": a.RoutedAction.DEACTIVATE}
 
 
 @require_http_methods(["GET", "POST"])
-@login_required
-@storage_errors
-def deployment_status(request: HtmxHttpRequest, action: str, deployment_id: str) -> HttpResponse:
-    act = _STATUS_ACTIONS.get(action)
-    if act is None:
-        raise Http404(f"no deployment action {action!r}")
-    refused = refusal(request, ROUTED_CONTROL)
-    if refused is not None:
-        return refused
+@action_view(ROUTED_CONTROL)
+def deactivate_deployment(request: HtmxHttpRequest, deployment_id: str) -> HttpResponse:
+    """Admission refuses new invocations of the deployment; live runs go on."""
+    return _deployment_status(request, a.RoutedAction.DEACTIVATE, deployment_id)
+
+
+@require_http_methods(["GET", "POST"])
+@action_view(ROUTED_CONTROL)
+def activate_deployment(request: HtmxHttpRequest, deployment_id: str) -> HttpResponse:
+    return _deployment_status(request, a.RoutedAction.ACTIVATE, deployment_id)
+
+
+def _deployment_status(
+    request: HtmxHttpRequest, act: a.RoutedAction, deployment_id: str
+) -> HttpResponse:
     dep = default_routed_store().get_deployment(DeploymentID.parse(deployment_id))
     want = DeploymentStatus.ACTIVE if act is a.RoutedAction.ACTIVATE else DeploymentStatus.INACTIVE
     refusal_text = f"it is already {want.name.lower()}" if dep.record.status is want else ""
@@ -67,12 +70,9 @@ def deployment_status(request: HtmxHttpRequest, action: str, deployment_id: str)
 
 
 @require_http_methods(["GET", "POST"])
-@login_required
-@storage_errors
-def alias_repoint(request: HtmxHttpRequest, alias: str) -> HttpResponse:
-    refused = refusal(request, ROUTED_CONTROL)
-    if refused is not None:
-        return refused
+@action_view(ROUTED_CONTROL)
+def repoint_alias(request: HtmxHttpRequest, alias: str) -> HttpResponse:
+    """Point an alias at another deployment (what it admits from now on)."""
     check_text("alias", alias)  # a NUL or a lone surrogate is a 400, not a driver error
     current, deployments = default_routed_store().view(lambda r: _alias_and_targets(r, alias))
     choices = [

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
+from console.actions.routed import RoutedAction
 from storage.routed.enums import (
     AttemptStatus,
     ChildBatchStatus,
@@ -39,8 +40,6 @@ from storage.routed.records import (
 from storage.routed.rules import RoutedRules
 from storage.routed.store import RoutedStore
 from storage.routed.transitions import MAPS, is_terminal
-
-from .actions import RoutedAction
 
 W = WorkflowStatus
 _LIVE = frozenset(s for s in AttemptStatus if not is_terminal(s))

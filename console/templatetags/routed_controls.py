@@ -12,8 +12,8 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
 
 from console.access import SCOPE_PERMISSION, may
+from console.actions.routed import RoutedAction, notes_for
 from console.paths import id_url
-from console.routed.actions import RoutedAction, notes_for
 from console.routed.previews import allowed_actions
 from console.templatetags.console import esc, visible, when
 from console.templatetags.ids import short_id
@@ -65,7 +65,7 @@ def routed_controls(
     query = f"?next={quote(back, safe='/')}" if back else ""
     buttons = []
     for act in routed_buttons(context, wf.status, cancel_desired, live_attempt):
-        url = esc(id_url("routed_action", wf.workflow_id, action=act.value) + query)
+        url = esc(id_url(act.url_name, wf.workflow_id) + query)
         danger = " danger" if act.value == "cancel" else ""
         buttons.append(
             f'<a class="button small{danger}" href="{url}" hx-get="{url}" '
@@ -95,7 +95,7 @@ def row_actions(context: template.Context, wf: Any, back: str, live_attempt: boo
     query = f"?next={quote(back, safe='/')}" if back else ""
     links = []
     for act in routed_buttons(context, wf.status, False, live_attempt):
-        url = esc(id_url("routed_action", wf.workflow_id, action=act.value) + query)
+        url = esc(id_url(act.url_name, wf.workflow_id) + query)
         danger = ' class="danger"' if act.value == "cancel" else ""
         verb = esc(visible(_ROW_VERB.get(act, act.verb)))
         links.append(

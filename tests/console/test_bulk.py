@@ -7,8 +7,9 @@ from html import unescape as html_unescape
 import pytest
 
 import storage
-from console import actions
-from console.actions import do_bulk, new_token
+from console.actions import work as actions
+from console.actions.common import new_token
+from console.actions.work import do_bulk
 from storage import WorkState
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, Action

@@ -14,8 +14,8 @@ import time
 import pytest
 
 import storage
-from console import actions
-from console.actions import read_progress
+from console.actions import work as actions
+from console.actions.work import read_progress
 from console.operate import bulk
 from storage import Guard, Work
 from storage.default import default_store

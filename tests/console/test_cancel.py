@@ -5,7 +5,8 @@ import json
 import pytest
 
 import storage
-from console.actions import do_cancel_work, new_token
+from console.actions.common import new_token
+from console.actions.work import do_cancel_work
 from storage import ExecutionState, Fenced, Guard, LeaseRef, NotFound, WaitState, WorkState
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE
@@ -139,3 +140,19 @@ def test_do_cancel_work_is_the_same_function_for_every_caller(alice):
         do_cancel_work(
             default_store(), username="alice", work_id="nope", reason="x", token=new_token()
         )
+
+
+@pytest.mark.parametrize(
+    ("reason", "match"),
+    [("nul \x00 here", "NUL"), ("lone \ud800 surrogate", "unpaired surrogate")],
+)
+def test_a_reason_no_backend_can_store_is_refused_before_anything_is_written(
+    parked_work, reason, match
+):
+    with pytest.raises(storage.Invalid, match=match):
+        do_cancel_work(
+            default_store(), username="alice", work_id="w1", reason=reason, token=new_token()
+        )
+
+    assert manual_events("w1") == []
+    assert read(lambda tx: tx.work("w1").state) is WorkState.WAITING

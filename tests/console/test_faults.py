@@ -13,7 +13,7 @@ import pytest
 from django.db import connections
 from django.test import Client
 
-from console.actions import new_token
+from console.actions.common import new_token
 from tests.console import factories as f
 from tests.console.conftest import DB
 from tests.console.support.faults import console_database, copy_database, fill, full_disk, read_only

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 import storage
-from console.actions import new_token
+from console.actions.common import new_token
 from console.forms import PRESET_REASONS
 from storage import WorkState
 from storage.default import default_store

@@ -16,7 +16,7 @@ from django.db import connections
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from console.actions import new_token
+from console.actions.common import new_token
 from storage import ExecutionState
 from storage.default import reset_defaults
 from tests.console import factories as f
@@ -145,13 +145,15 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "runs": [({}, "", 301)],
     "runs/<id:rest>": [({}, "", 301)],
     "routed/actions/bulk": [({}, "do=pause", 200), ({}, "do=cancel", 200)],
-    "routed/actions/deployment/<str:action>/<id:deployment_id>": [
-        ({"action": "deactivate"}, "", 200)
-    ],
+    "routed/actions/deployment/deactivate/<id:deployment_id>": [({}, "", 200)],
+    "routed/actions/deployment/activate/<id:deployment_id>": [({}, "", 200)],
     "routed/actions/alias/repoint/<id:alias>": [({}, "", 200)],
-    "routed/actions/<str:action>/<id:workflow_id>": [
-        ({"action": action}, "", 200) for action in ("pause", "cancel", "restart", "amend-limits")
-    ],
+    "routed/actions/pause/<id:workflow_id>": [({}, "", 200)],
+    "routed/actions/resume/<id:workflow_id>": [({}, "", 200)],
+    "routed/actions/cancel/<id:workflow_id>": [({}, "", 200)],
+    "routed/actions/restart/<id:workflow_id>": [({}, "", 200)],
+    "routed/actions/continue/<id:workflow_id>": [({}, "", 200)],
+    "routed/actions/amend-limits/<id:workflow_id>": [({}, "", 200)],
     "routed/workflows": [({}, "", 200), ({}, "status=FAILED", 200)],
     "routed/workflows/<id:workflow_id>": [({}, "", 200)],
     "routed/deployments": [({}, "", 200)],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import NoReverseMatch, reverse, set_script_prefix
 
+from console.actions.routed import WORKFLOW_ACTIONS
 from console.paths import ID_URLS, id_url
 
 AWKWARD = [
@@ -29,16 +30,16 @@ AWKWARD = [
 
 @pytest.mark.parametrize("name", sorted(ID_URLS))
 def test_it_spells_every_id_as_reverse_does(name: str) -> None:
-    fixed = {"action": "pause"} if name == "routed_action" else {}
     for value in AWKWARD:
-        expected = reverse(name, kwargs={**fixed, ID_URLS[name]: value})
-        assert id_url(name, value, **fixed) == expected, value
+        expected = reverse(name, kwargs={ID_URLS[name]: value})
+        assert id_url(name, value) == expected, value
 
 
-def test_a_routed_action_keeps_one_prefix_per_action() -> None:
-    for action in ("pause", "resume", "cancel"):
-        expected = reverse("routed_action", kwargs={"action": action, "workflow_id": "wf 1"})
-        assert id_url("routed_action", "wf 1", action=action) == expected
+def test_each_routed_workflow_action_has_its_own_route_and_prefix() -> None:
+    for action in WORKFLOW_ACTIONS:
+        expected = reverse(action.url_name, kwargs={"workflow_id": "wf 1"})
+        assert expected.startswith(f"/routed/actions/{action.value}/")
+        assert id_url(action.url_name, "wf 1") == expected
 
 
 def test_it_follows_the_script_prefix_of_the_request() -> None:

@@ -5,7 +5,7 @@ import pytest
 from django.test import Client
 
 import storage
-from console.actions import new_token
+from console.actions.common import new_token
 from storage import WorkState
 from storage.default import default_store
 from tests.console import factories as f

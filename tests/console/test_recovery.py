@@ -6,7 +6,7 @@ from io import StringIO
 from django.core.management import call_command
 
 import storage
-from console.actions import new_token
+from console.actions.common import new_token
 from storage import Guard, WorkState
 from storage.default import default_store
 from storage.ops.manual import Action, apply_manual_events, do_apply_manual_event, record
@@ -73,7 +73,7 @@ def test_a_replayed_form_after_a_crash_applies_the_recorded_event(alice):
     token = new_token()
     record_only(Action.RETRY, "w1", token)
 
-    from console.actions import do_retry_work
+    from console.actions.work import do_retry_work
 
     result = do_retry_work(default_store(), username="alice", work_id="w1", reason="x", token=token)
 

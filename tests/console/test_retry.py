@@ -3,7 +3,8 @@
 import pytest
 
 import storage
-from console.actions import do_retry_work, new_token
+from console.actions.common import new_token
+from console.actions.work import do_retry_work
 from storage import ExecutionState, WorkState
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, retry_attempt_id

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from console.actions import new_token
-from console.routed import actions as a
+from console.actions import routed as a
+from console.actions.common import new_token
 from storage import Invalid
 from storage.routed.enums import (
     AttemptStatus,

@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from console.actions import new_token
-from console.routed.actions import RoutedAction
-from console.routed.bulk import do_bulk_control
+from console.actions.common import new_token
+from console.actions.routed import RoutedAction
+from console.actions.routed_bulk import do_bulk_control
 from storage import Invalid
 from storage.routed.enums import WorkflowStatus
 from tests.console import routedcontrol as rc

@@ -9,8 +9,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from console.access import SCOPE_PERMISSION
-from console.actions import new_token
-from console.routed import actions as a
+from console.actions import routed as a
+from console.actions.common import new_token
 from storage.routed.enums import AttemptStatus, AuthorityScope, WorkflowStatus
 from tests.console import routedcontrol as rc
 from tests.console import routedfactories as rf

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from console.actions import new_token
+from console.actions.common import new_token
 from storage.routed.enums import DeploymentStatus
 from tests.console import routedcontrol as rc
 from tests.console.conftest import DB

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.contrib.auth.models import Permission
 
-from console.actions import new_token
+from console.actions.common import new_token
 from storage.routed.enums import DeploymentStatus, FailureReason, WorkflowStatus
 from tests.console import routedfactories as rf
 from tests.console.conftest import DB

@@ -14,7 +14,7 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from console.routed.actions import RoutedAction
+from console.actions.routed import RoutedAction
 from console.routed.previews import allowed_actions
 from storage.routed.enums import WorkflowStatus
 from tests.console import routedfactories as rf

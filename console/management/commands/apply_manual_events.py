@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from console.actions import message
+from console.actions.work import message
 from storage.default import default_store
 from storage.ops.manual import apply_manual_events
 

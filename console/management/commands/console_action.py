@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console.access import WORK_CONTROL, holds
-from console.actions import do_cancel_work, do_retry_work, message, new_token
+from console.actions.common import new_token
+from console.actions.work import do_cancel_work, do_retry_work, message
 from storage import StorageError
 from storage.default import default_store
 from storage.ops.manual import Action

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console.access import SCOPE_PERMISSION, holds
-from console.actions import new_token
-from console.routed import actions as a
+from console.actions import routed as a
+from console.actions.common import new_token
 from storage import StorageError
 from storage.default import default_routed_store
 from storage.routed.ids import WorkflowID

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from console.actions import BULK_CAP
+from console.actions.work import BULK_CAP
 from storage.default import default_store
 from tests.console import factories as f
 from tests.console.browser.support import sign_in

@@ -10,7 +10,7 @@ left, as an operator's session does, and the browser starts once (CI budget)."""
 import pytest
 from django.contrib.auth.models import Permission
 
-from console.actions import new_token
+from console.actions.common import new_token
 from storage.routed.enums import AttemptStatus, WorkflowStatus
 from storage.routed.errors import LeaseFenced
 from tests.console import routedcontrol as rc

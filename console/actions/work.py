@@ -1,10 +1,10 @@
-"""Operator actions: cancel and retry of Work, one at a time or in bulk.
+"""Operator actions on Work: cancel and retry, one at a time or in bulk.
 
 Each action is a manual Event recorded in one transaction and applied in a second, as
 ``storage.ops.manual`` lays out step by step (record, apply, recover); that module owns
 what a manual Event means and its transaction bodies. This module is the console's
-half: the request's checks (operator, reason, idempotency token), the bulk batching,
-and what a result says to the operator (``message``).
+half: the request's checks (``console.actions.common``: reason, idempotency token),
+the bulk batching, and what a result says to the operator (``message``).
 
 The console views, ``manage.py console_action`` and the tests all call these functions.
 """
@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from console.actions.common import BULK_YIELD_MAX, check_request, said
 from storage import Guard, Invalid, NotFound, StorageError, Store, StoredEvent, Tx
 from storage.ops.manual import (
     Action,
@@ -38,32 +37,20 @@ BULK_CAP = 10_000
 # near 20-40 ms; 100 made transactions of 150 ms (up to 0.9 s) and, back to back,
 # starved other writers for seconds (SQLite's busy handler polls; it does not queue).
 BULK_BATCH = 25
-# After each of its transactions a bulk action sleeps as long as that transaction held
-# the write lock (at most this long), so a waiting writer's next poll finds it free.
-BULK_YIELD_MAX = 0.1
 # Progress of a running bulk action, by its form's token, for the confirmation to poll.
 PROGRESS_NAMESPACE = "console.bulk-progress"
-REASON_MAX = 500
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 # Unrouted Events looked at by the recovery pass at the start of an action request.
 REQUEST_RECOVERY_SCAN = 200
 
 __all__ = [
     "BULK_CAP",
-    "REASON_MAX",
     "REQUEST_RECOVERY_SCAN",
     "BulkSummary",
     "do_bulk",
     "do_cancel_work",
     "do_retry_work",
     "message",
-    "new_token",
 ]
-
-
-def new_token() -> str:
-    """An idempotency token for one rendered form."""
-    return secrets.token_urlsafe(18)
 
 
 def message(result: ActionResult) -> str:
@@ -77,9 +64,7 @@ def message(result: ActionResult) -> str:
         text = f"{result.action.verb} of Work {result.work_id} refused: {result.reason}."
     else:
         text = f"{result.action.verb} of Work {result.work_id} was refused."
-    if result.duplicate:
-        text = f"This form was already submitted, nothing was done twice. {text}"
-    return text
+    return said(text, duplicate=result.duplicate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +102,7 @@ def do_retry_work(
 def _do_single(
     store: Store, action: Action, username: str, work_id: str, reason: str, token: str
 ) -> ActionResult:
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     stored, added = store.transact(
         Guard(), lambda tx: record(tx, action, username, work_id, reason, token)
     )
@@ -145,7 +130,7 @@ def do_bulk(
     ``BULK_YIELD_MAX``). With ``progress``, each tx 1 also writes how far the action
     has got under the token (``read_progress``), removed when it ends."""
     action = Action(action)
-    reason = _check_request(username, reason, token)
+    reason = check_request(username, reason, token)
     ids = list(dict.fromkeys(work_ids))
     if len(ids) > BULK_CAP:
         raise Invalid(f"a bulk action takes at most {BULK_CAP} Works, not {len(ids)}")
@@ -260,22 +245,6 @@ def _apply_batch(
 
 def _skip_of(result: ActionResult) -> Skip:
     return Skip(result.work_id, result.reason or "refused earlier")
-
-
-# ---------------------------------------------------------------- request checks
-
-
-def _check_request(username: str, reason: str, token: str) -> str:
-    if not username:
-        raise Invalid("an operator action needs the operator's username")
-    reason = reason.strip()
-    if not reason:
-        raise Invalid("give a reason for the action")
-    if len(reason) > REASON_MAX:
-        raise Invalid(f"the reason is {len(reason)} characters; at most {REASON_MAX}")
-    if not _TOKEN.match(token):
-        raise Invalid("the form's idempotency token is malformed; reload the page")
-    return reason
 
 
 def _as_duplicate(result: ActionResult) -> ActionResult:

@@ -1,16 +1,23 @@
 """Operator actions on routed runs: named ``do_*`` functions shared by the console's
 confirmation views, ``manage.py routed_action`` and the tests.
 
-Each one checks the request (username, reason, the form's idempotency token), goes
-through ``RoutedStore``'s public API only, records the actor as
-``operator:<username>`` and writes a ``RoutedActionNote`` with the reason (the
-routed-run records have no field for it). Resubmitting a form does not act twice:
+Each one checks the request (``console.actions.common``: username, reason, the form's
+idempotency token) and then is ONE ``RoutedStore.transact``: it reads what it acts on,
+acts through the rules, and writes its audit note (``RoutedActionNote``: the reason,
+which the routed-run records have no field for, the actor ``operator:<username>`` and
+what happened) inside that transaction, so an action and its note commit or roll back
+together. The note is the console's own row on the store's database: the routed store
+is an ``OrmStore``'s, and the callback runs inside its ``transaction.atomic`` on that
+alias (``note_db``; a store without a database of its own is refused, since its
+action could not carry its note). Resubmitting a form does not act twice:
 
 - workflow control (pause, resume, cancel, restart, continue) uses the token as the
   ``ControlRequest``'s idempotency key, which the store replays;
 - limit amendments use it as the ``LimitAmendment``'s key, which the store replays;
-- deployment status and alias repoints have no key in the store, so the note (its
-  token unique) is the ledger: a token already noted returns what it did.
+- deployment status and alias repoints look for the note first (its token is
+  unique), in the same transaction: a token already noted returns what it did.
+
+The bulk control of many workflows is ``console.actions.routed_bulk``.
 
 Every form carries the generation it was rendered at; the store's compare-and-set
 refuses a stale one and this module says so as ``StaleForm`` ("changed since you
@@ -19,11 +26,11 @@ loaded it"), which the views answer with the confirmation re-read (409).
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from console.actions import REASON_MAX
+from console.actions.common import check_request, said
 from console.models import RoutedActionNote
 from storage import Conflict, Invalid
 from storage.routed.enums import AuthorityScope, ControlCommand, DeploymentStatus
@@ -35,13 +42,13 @@ from storage.routed.ids import (
     WorkflowID,
 )
 from storage.routed.records import AliasRecord, ControlRequest, LimitAmendment
-from storage.routed.rules.base import check_text
+from storage.routed.rules import RoutedRules
 from storage.routed.store import RoutedStore
 
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 ACTOR_PREFIX = "operator:"
 
 __all__ = [
+    "BULK_ACTIONS",
     "RoutedAction",
     "RoutedResult",
     "StaleForm",
@@ -89,6 +96,11 @@ class RoutedAction(Enum):
     def command(self) -> ControlCommand | None:
         return _COMMANDS.get(self)
 
+    @property
+    def url_name(self) -> str:
+        """The action's one route (``console/routed/urls.py``): ``routed_<action>``."""
+        return "routed_" + self.value.replace("-", "_")
+
 
 _COMMANDS = {
     RoutedAction.PAUSE: ControlCommand.PAUSE,
@@ -98,6 +110,7 @@ _COMMANDS = {
     RoutedAction.CONTINUE: ControlCommand.CONTINUE,
 }
 WORKFLOW_ACTIONS = (*_COMMANDS, RoutedAction.AMEND_LIMITS)
+BULK_ACTIONS = (RoutedAction.PAUSE, RoutedAction.RESUME, RoutedAction.CANCEL)
 
 
 class StaleForm(Conflict):
@@ -116,10 +129,7 @@ class RoutedResult:
     @property
     def message(self) -> str:
         """What the result says to the operator (flash message, command output)."""
-        text = f"{self.action.verb} {self.target}: {self.detail}."
-        if self.duplicate:
-            text = f"This form was already submitted, nothing was done twice. {text}"
-        return text
+        return said(f"{self.action.verb} {self.target}: {self.detail}.", duplicate=self.duplicate)
 
 
 def actor_of(username: str) -> str:
@@ -221,10 +231,37 @@ def _control(
 ) -> RoutedResult:
     reason = check_request(username, reason, token)
     wf_id = WorkflowID.parse(workflow_id)
+    req = control_request(action, username, wf_id, generation, token, target_ref)
+
+    def act(r: RoutedRules) -> RoutedResult:
+        outcome = r.request_control(req)
+        res = outcome.result
+        result = RoutedResult(
+            action,
+            wf_id,
+            done=res.applied,
+            detail=res.detail,
+            duplicate=outcome.replay,
+            new_workflow_id=res.new_workflow_id,
+        )
+        write_note(routed, token, wf_id, username, reason, result)
+        return result
+
+    return _transact(routed, act, f"workflow {wf_id} changed since you loaded it")
+
+
+def control_request(
+    action: RoutedAction,
+    username: str,
+    wf_id: WorkflowID,
+    generation: int,
+    token: str,
+    target_ref: str | None = None,
+) -> ControlRequest:
     command = action.command
     if command is None:
         raise Invalid(f"{action.value} is not a workflow control command")
-    req = ControlRequest(
+    return ControlRequest(
         control_request_id=ControlRequestID.new(),
         workflow_id=wf_id,
         command=command,
@@ -234,21 +271,6 @@ def _control(
         idempotency_key=token,
         target_deployment_ref=target_ref,
     )
-    try:
-        outcome = routed.request_control(req)
-    except CASConflict as exc:
-        raise StaleForm(f"workflow {wf_id} changed since you loaded it ({exc})") from exc
-    res = outcome.result
-    result = RoutedResult(
-        action,
-        wf_id,
-        done=res.applied,
-        detail=res.detail,
-        duplicate=outcome.replay,
-        new_workflow_id=res.new_workflow_id,
-    )
-    note(token, wf_id, username, reason, result)
-    return result
 
 
 # ---------------------------------------------------------------- limits
@@ -270,7 +292,6 @@ def do_amend_limits(
     workflow's authority generation; the store refuses a lower value."""
     reason = check_request(username, reason, token)
     wf_id = WorkflowID.parse(workflow_id)
-    before = _noted(token, wf_id)
     amendment = LimitAmendment(
         amendment_id=LimitAmendmentID.new(),
         workflow_id=wf_id,
@@ -282,23 +303,25 @@ def do_amend_limits(
         new_current_attempt_lease_ms=attempt_lease_ms,
         new_max_llm_spend_decimal=max_llm_spend.strip(),
     )
-    try:
-        done = routed.append_limit_amendment(
+
+    def act(r: RoutedRules) -> RoutedResult:
+        before = found_note(routed, token, wf_id) is not None
+        done = r.append_limit_amendment(
             wf_id, authority_generation, amendment, AuthorityScope.AMEND_LIMITS
         )
-    except CASConflict as exc:
-        raise StaleForm(f"the limits of {wf_id} changed since you loaded them ({exc})") from exc
-    detail = (
-        f"active time {done.before_max_active_duration_ms} -> "
-        f"{done.after_max_active_duration_ms} ms, attempt lease "
-        f"{done.before_max_attempt_lease_ms} -> {done.after_max_attempt_lease_ms} ms, "
-        f"LLM spend {done.before_max_llm_spend_decimal or '-'} -> "
-        f"{done.after_max_llm_spend_decimal or '-'} (authority generation "
-        f"{done.new_authority_generation})"
-    )
-    result = RoutedResult(RoutedAction.AMEND_LIMITS, wf_id, True, detail, duplicate=before)
-    note(token, wf_id, username, reason, result)
-    return result
+        detail = (
+            f"active time {done.before_max_active_duration_ms} -> "
+            f"{done.after_max_active_duration_ms} ms, attempt lease "
+            f"{done.before_max_attempt_lease_ms} -> {done.after_max_attempt_lease_ms} ms, "
+            f"LLM spend {done.before_max_llm_spend_decimal or '-'} -> "
+            f"{done.after_max_llm_spend_decimal or '-'} (authority generation "
+            f"{done.new_authority_generation})"
+        )
+        result = RoutedResult(RoutedAction.AMEND_LIMITS, wf_id, True, detail, duplicate=before)
+        write_note(routed, token, wf_id, username, reason, result)
+        return result
+
+    return _transact(routed, act, f"the limits of {wf_id} changed since you loaded them")
 
 
 # ---------------------------------------------------------------- deployments and aliases
@@ -345,24 +368,23 @@ def _deployment(
     reason = check_request(username, reason, token)
     dep_id = DeploymentID.parse(deployment_id)
     action = RoutedAction.ACTIVATE if status is DeploymentStatus.ACTIVE else RoutedAction.DEACTIVATE
-    replay = _replay(token, dep_id, action)
-    if replay is not None:
-        return replay
-    current = routed.get_deployment(dep_id)
-    if current.generation != generation:
-        raise StaleForm(
-            f"deployment {dep_id} changed since you loaded it (generation "
-            f"{current.generation}, not {generation})"
-        )
-    if current.record.status is status:
-        raise Invalid(f"deployment {dep_id} is already {status.name.lower()}")
-    try:
-        routed.set_deployment_status(dep_id, status, generation)
-    except CASConflict as exc:
-        raise StaleForm(f"deployment {dep_id} changed since you loaded it ({exc})") from exc
-    result = RoutedResult(action, dep_id, True, f"now {status.name.lower()}")
-    note(token, dep_id, username, reason, result)
-    return result
+    stale = f"deployment {dep_id} changed since you loaded it"
+
+    def act(r: RoutedRules) -> RoutedResult:
+        replay = _replay(routed, token, dep_id, action)
+        if replay is not None:
+            return replay
+        current = r.get_deployment(dep_id)
+        if current.generation != generation:
+            raise StaleForm(f"{stale} (generation {current.generation}, not {generation})")
+        if current.record.status is status:
+            raise Invalid(f"deployment {dep_id} is already {status.name.lower()}")
+        r.set_deployment_status(dep_id, status, generation)
+        result = RoutedResult(action, dep_id, True, f"now {status.name.lower()}")
+        write_note(routed, token, dep_id, username, reason, result)
+        return result
+
+    return _transact(routed, act, stale)
 
 
 def do_repoint_alias(
@@ -375,57 +397,66 @@ def do_repoint_alias(
     reason: str,
     token: str,
 ) -> RoutedResult:
-    """Point ``alias`` at another deployment, CAS on the alias's generation."""
+    """Point ``alias`` at another deployment, CAS on the alias's generation: the alias,
+    the target and the swap are read and written in one transaction."""
     reason = check_request(username, reason, token)
-    replay = _replay(token, alias, RoutedAction.REPOINT_ALIAS)
-    if replay is not None:
-        return replay
-    stored = routed.resolve_alias(alias)
-    current = stored.record
-    if stored.generation != generation:
-        raise StaleForm(
-            f"alias {alias!r} changed since you loaded it (generation "
-            f"{stored.generation}, not {generation})"
+    target_id = DeploymentID.parse(deployment_id)
+    stale = f"alias {alias!r} changed since you loaded it"
+
+    def act(r: RoutedRules) -> RoutedResult:
+        replay = _replay(routed, token, alias, RoutedAction.REPOINT_ALIAS)
+        if replay is not None:
+            return replay
+        stored = r.resolve_alias(alias)
+        current = stored.record
+        if stored.generation != generation:
+            raise StaleForm(f"{stale} (generation {stored.generation}, not {generation})")
+        target = r.get_deployment(target_id).record
+        if target.deployment_id == current.target_deployment_id:
+            raise Invalid(f"alias {alias!r} already points at {target.deployment_id}")
+        r.compare_and_swap_alias(
+            AliasRecord(
+                alias=current.alias,
+                target_deployment_id=target.deployment_id,
+                target_version=target.package_version,
+                updated_by=actor_of(username),
+                generation=generation,
+            )
         )
-    target = routed.get_deployment(DeploymentID.parse(deployment_id)).record
-    if target.deployment_id == current.target_deployment_id:
-        raise Invalid(f"alias {alias!r} already points at {target.deployment_id}")
-    record = AliasRecord(
-        alias=current.alias,
-        target_deployment_id=target.deployment_id,
-        target_version=target.package_version,
-        updated_by=actor_of(username),
-        generation=generation,
-    )
+        detail = (
+            f"{current.target_deployment_id} ({current.target_version}) -> "
+            f"{target.deployment_id} ({target.package_version})"
+        )
+        result = RoutedResult(RoutedAction.REPOINT_ALIAS, alias, True, detail)
+        write_note(routed, token, alias, username, reason, result)
+        return result
+
+    return _transact(routed, act, stale)
+
+
+# ---------------------------------------------------------------- the transaction and its note
+
+
+def _transact[T](routed: RoutedStore, act: Callable[[RoutedRules], T], stale: str) -> T:
+    """``act`` in one routed transaction; a generation conflict is a ``StaleForm``."""
+    note_db(routed)  # refused before anything is written
     try:
-        routed.compare_and_swap_alias(record)
+        return routed.transact(act)
     except CASConflict as exc:
-        raise StaleForm(f"alias {alias!r} changed since you loaded it ({exc})") from exc
-    detail = (
-        f"{current.target_deployment_id} ({current.target_version}) -> "
-        f"{target.deployment_id} ({target.package_version})"
-    )
-    result = RoutedResult(RoutedAction.REPOINT_ALIAS, alias, True, detail)
-    note(token, alias, username, reason, result)
-    return result
+        raise StaleForm(f"{stale} ({exc})") from exc
 
 
-# ---------------------------------------------------------------- shared checks and notes
-
-
-def check_request(username: str, reason: str, token: str) -> str:
-    if not username:
-        raise Invalid("an operator action needs the operator's username")
-    reason = reason.strip()
-    if not reason:
-        raise Invalid("give a reason for the action")
-    if len(reason) > REASON_MAX:
-        raise Invalid(f"the reason is {len(reason)} characters; at most {REASON_MAX}")
-    # Storable on every backend (no NUL, no lone surrogate): the note keeps it as is.
-    check_text("reason", reason, limit=4 * REASON_MAX)
-    if not _TOKEN.match(token):
-        raise Invalid("the form's idempotency token is malformed; reload the page")
-    return reason
+def note_db(routed: RoutedStore) -> str:
+    """The database alias the routed store's transactions run on, where the note is
+    written inside them. A store without one (the in-memory double) cannot carry an
+    action's note in its transaction, so it is refused rather than noted apart."""
+    using = getattr(routed.store, "using", None)
+    if not isinstance(using, str):
+        raise Invalid(
+            "routed actions write their note in the store's transaction: they need "
+            f"the database store, not {type(routed.store).__name__}"
+        )
+    return using
 
 
 def note_token(token: str, target: str) -> str:
@@ -433,12 +464,16 @@ def note_token(token: str, target: str) -> str:
     return f"{token}/{target}"
 
 
-def _noted(token: str, target: str) -> bool:
-    return RoutedActionNote.objects.filter(token=note_token(token, target)).exists()
+def found_note(routed: RoutedStore, token: str, target: str) -> RoutedActionNote | None:
+    notes = RoutedActionNote.objects.using(note_db(routed))
+    found: RoutedActionNote | None = notes.filter(token=note_token(token, target)).first()
+    return found
 
 
-def _replay(token: str, target: str, action: RoutedAction) -> RoutedResult | None:
-    found = RoutedActionNote.objects.filter(token=note_token(token, target)).first()
+def _replay(
+    routed: RoutedStore, token: str, target: str, action: RoutedAction
+) -> RoutedResult | None:
+    found = found_note(routed, token, target)
     if found is None:
         return None
     if found.action != action.value:
@@ -446,18 +481,25 @@ def _replay(token: str, target: str, action: RoutedAction) -> RoutedResult | Non
     return RoutedResult(action, target, found.done, found.detail, duplicate=True)
 
 
-def note(token: str, target: str, username: str, reason: str, result: RoutedResult) -> None:
-    """Keep the reason. A resubmission (the store replayed it) finds the note there;
-    two racing submissions of one form both reach here (``get_or_create`` takes the
-    unique token's IntegrityError as "found")."""
-    RoutedActionNote.objects.get_or_create(
+def write_note(
+    routed: RoutedStore,
+    token: str,
+    target: str,
+    username: str,
+    reason: str,
+    result: RoutedResult,
+) -> None:
+    """Keep the reason, inside the action's transaction (the routed store's writers
+    are serialised, so no second submission of the form is between the look and the
+    insert). A replay the store answered finds its note there already."""
+    if found_note(routed, token, target) is not None:
+        return
+    RoutedActionNote.objects.using(note_db(routed)).create(
         token=note_token(token, target),
-        defaults={
-            "action": result.action.value,
-            "target": target,
-            "actor": actor_of(username),
-            "reason": reason,
-            "detail": result.detail,
-            "done": result.done,
-        },
+        action=result.action.value,
+        target=target,
+        actor=actor_of(username),
+        reason=reason,
+        detail=result.detail,
+        done=result.done,
     )
