@@ -5,7 +5,7 @@ ownership, fencing, timers, waits, KV, run records and dashboard reads. It is co
 from one class per section of the contract (``events``, ``work``, ``executions``,
 ``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``, ``lookup``) over the plumbing
 in ``base`` and the row hooks in ``rows``. Backends subclass ``BaseTx`` and supply only
-the hooks of ``rows.TxRows``. Each operation checks everything before its first write, so
+the hooks of ``rows.ContractRows``. Each operation checks everything before its first write, so
 an operation that raises has no effect even when the callback swallows the error
 (checklist T-10).
 """
@@ -35,7 +35,7 @@ class BaseTx(
     DashboardRules,
     LookupRules,
 ):
-    """Every ``Tx`` operation; a backend subclasses it and implements ``rows.TxRows``."""
+    """Every ``Tx`` operation; a backend subclasses it and implements ``rows.ContractRows``."""
 
 
 __all__ = ["BaseTx", "TxScope", "check_admission"]

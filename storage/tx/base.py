@@ -28,7 +28,7 @@ from ..records import (
     WorkQuery,
     WorkState,
 )
-from .rows import TxRows
+from .rows import ContractRows
 
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
 _local = threading.local()
@@ -61,7 +61,7 @@ def check_admission(guard: Guard) -> None:
         raise Cancelled("transaction deadline passed before commit")
 
 
-class TxBase(TxRows):
+class TxBase(ContractRows):
     """State of one transaction; the area rules build on it."""
 
     def __init__(self, now: Nanos, *, read_only: bool) -> None:

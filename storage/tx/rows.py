@@ -42,7 +42,7 @@ from ..run_records.query import RunRow
 from ..run_records.records import RunQuery
 
 
-class TxRows(ABC):
+class ContractRows(ABC):
     """Row access by table, Event, key, KV, run-record and dashboard hooks."""
 
     # -- records by table (work, execution, scope, timer, wait) ---------------------
