@@ -90,7 +90,9 @@ def row_actions(context: template.Context, wf: Any, back: str, live_attempt: boo
     in ``templatetags/works.py``): short links on one line, each opening its
     confirmation in place with htmx (in the row's confirmation row, below it) or as
     its own page without; the same actions the workflow's page offers, Continue only
-    where no attempt is live (``page.live_attempts``)."""
+    where no attempt is live (``page.live_attempts``). In a disclosure that a wide
+    screen shows open without its summary (``console.css``, ``details.row-menu``) and
+    a phone shows as one "Actions" button pinned at the row's end."""
     e = esc(wf.workflow_id)
     query = f"?next={quote(back, safe='/')}" if back else ""
     links = []
@@ -103,7 +105,12 @@ def row_actions(context: template.Context, wf: Any, back: str, live_attempt: boo
             f'hx-swap="innerHTML" hx-push-url="false" data-routed-action="{esc(act.value)}" '
             f'data-inline-open aria-label="{esc(visible(act.verb))} {e}">{verb}…</a>'
         )
-    return "".join(links)
+    if not links:
+        return ""
+    return (
+        f'<details class="row-menu"><summary>Actions<span class="visually-hidden"> of {e}'
+        f'</span></summary><span class="row-menu-items">{"".join(links)}</span></details>'
+    )
 
 
 @register.simple_tag(takes_context=True)

@@ -119,6 +119,26 @@ def test_a_page_of_fifty_workflows_reads_at_a_glance_and_acts_in_place(
         first_row = page.locator(ROWS).first.bounding_box()
         assert first_row is not None
         assert first_row["y"] < height  # the rows come first, not the facets
+        # A row's actions are one button pinned at the row's end, on screen without
+        # scrolling the table; its confirmation opens in view.
+        row = page.locator(ROWS).nth(2)
+        menu = row.locator("details.row-menu > summary")
+        expect(menu).to_be_visible()
+        box = menu.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= width
+        expect(row.locator('[data-routed-action="cancel"]')).to_be_hidden()
+        menu.click()
+        row.locator('[data-routed-action="cancel"]').click()
+        shown = page.locator(".routed-confirm-row .inline-confirm.routed")
+        expect(shown).to_contain_text("Cancel")
+        box = shown.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= width
+        assert shown.evaluate("el => el.scrollWidth <= el.clientWidth")  # nothing cut off
+        assert fits_and_passes_axe(page, width, height) == []
+        shown.locator("button[data-close-confirm]").click()
         facets.locator("summary").click()
         expect(page.locator("#facet-status")).to_be_visible()
         assert fits_and_passes_axe(page, width, height) == []
