@@ -35,8 +35,12 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 # opened the store (routed writes go through the same admission check); 8 no field but
 # what ``Work.error_group`` holds: also "timed out waiting for <event types>" when the
 # latest attempt ended waiting and its Wait timed out (migration 0020): a format-7
-# process would leave such Work in no group, so the Errors page would not add up.
-RECORD_FORMAT = 8
+# process would leave such Work in no group, so the Errors page would not add up;
+# 9 the routed monotonic axis (``storage.routed.clock``): an attempt lease carries its
+# monotonic bounds and every routed write raises the axis's mark; a format-8 process
+# would mint leases without them and decide expiry on wall time, so it must stop
+# writing once format-9 code has opened the store.
+RECORD_FORMAT = 9
 SCHEMA_VERSION = 1
 
 

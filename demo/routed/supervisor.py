@@ -95,7 +95,9 @@ def for_simulator(sim: Simulator) -> Supervisor:
     given) and on its clock, so a fake clock stamps routed writes too."""
     routed = sim.routed
     if not isinstance(routed, RoutedStore):
-        routed = RoutedStore(sim.store, clock=(lambda: sim.virtual) if sim.fake_clock else None)
+        virtual = (lambda: sim.virtual) if sim.fake_clock else None
+        # Simulated time is both axes: wall for evidence, monotonic for durations.
+        routed = RoutedStore(sim.store, clock=virtual, monotonic=virtual)
     root = sim.routed_dir or Path("routed")
     return Supervisor(routed, root, seed=sim.seed, run=sim.run, stats=sim.stats, clock=sim.now)
 

@@ -319,6 +319,11 @@ class AttemptLease:
     acquired_at: Nanos
     expires_at: Nanos
     lease_token: str
+    # The lease on the store's monotonic axis (``storage.routed.clock``): what expiry
+    # is decided on; ``acquired_at``/``expires_at`` are the wall-time evidence. None
+    # only on a lease minted before record format 8, decided on wall time.
+    acquired_monotonic_ns: int | None = None
+    expires_monotonic_ns: int | None = None
     schema_version: str = SCHEMA_VERSION
 
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..api import Store
 from ..errors import Invalid
 from ..records import Guard, Nanos
+from .clock import MonotonicAxis
 from .codec import SCHEMA_VERSION
 from .enums import AuthorityScope, DeploymentStatus
 from .envelope import TimeEnvelope
@@ -104,6 +105,7 @@ class RoutedStore:
         store: Store,
         *,
         clock: Callable[[], Nanos] | None = None,
+        monotonic: Callable[[], Nanos] | None = None,
         registry: MigrationRegistry | None = None,
         rules: type[RoutedRules] = RoutedRules,
         fault: Fault | None = None,
@@ -111,6 +113,7 @@ class RoutedStore:
         self.store = store
         self._rows = rows_for(store)
         self._clock = clock
+        self._axis = MonotonicAxis() if monotonic is None else MonotonicAxis(monotonic)
         self._registry = registry or default_registry()
         self._rules_class = rules
         self._fault = fault
@@ -121,7 +124,7 @@ class RoutedStore:
     def _rules(self, tx: Any) -> RoutedRules:
         # The tally above the cache: an update's previous row is the one the rule read.
         rows = TalliedRows(CachedRows(self._rows(tx)))
-        rules = self._rules_class(rows, tx.now, self._registry)
+        rules = self._rules_class(rows, tx.now, self._registry, self._axis)
         if self._fault is not None:
             rules.fault = self._fault
         return rules
@@ -292,8 +295,10 @@ class RoutedStore:
         return self.view(lambda r: r.get_latest_checkpoint(attempt_id))
 
     # -- artifacts and progress (issue 17) --------------------------------------------------
-    def accept_artifact(self, meta: ArtifactMetadata) -> Stored[ArtifactMetadata]:
-        return self.transact(lambda r: r.accept_artifact(meta))
+    def accept_artifact(
+        self, meta: ArtifactMetadata, lease_id: LeaseID | None = None
+    ) -> Stored[ArtifactMetadata]:
+        return self.transact(lambda r: r.accept_artifact(meta, lease_id))
 
     def list_artifacts(self, run_id: RunID) -> list[ArtifactMetadata]:
         return self.view(lambda r: r.list_artifacts(run_id))

@@ -40,7 +40,7 @@ def supervisor(
     tmp_path: Path, *, seed: int = 1, run: int = 1, store: MemoryStore | None = None
 ) -> tuple[Supervisor, Clock]:
     clock = Clock()
-    routed = RoutedStore(store or MemoryStore(), clock=clock)
+    routed = RoutedStore(store or MemoryStore(), clock=clock, monotonic=clock)
     sup = Supervisor(routed, tmp_path / "routed", seed=seed, run=run, stats=Counter(), clock=clock)
     sup.start()
     return sup, clock

@@ -159,6 +159,10 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     # No record field: Work.error_group also holds the group of a timed-out Wait
     # (migration 0020), so a format-7 writer must be stopped (RecordsNewer).
     8: (),
+    # No record field of these: the routed AttemptLease's monotonic bounds and the
+    # routed monotonic mark (storage.routed.clock), so a format-8 writer must be
+    # stopped (RecordsNewer).
+    9: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from ...errors import Corrupt, Invalid
 from ...tx import fields
+from ..clock import MonotonicAxis, MonotonicMark
 from ..codec import check_record, check_schema, from_data, marshal_canonical
 from ..errors import AlreadyExists, CASConflict, InvalidArgument, RoutedNotFound
 from ..migrate import MigrationRegistry
@@ -79,17 +80,53 @@ def check_text(name: str, text: str, limit: int = 255) -> None:
         raise InvalidArgument(str(exc)) from None
 
 
+# The monotonic axis's high-water mark (``storage.routed.clock``), in the meta table.
+MONOTONIC = Spec("meta", MonotonicMark, key=lambda _r: "monotonic")
+
+
 class RulesBase:
-    def __init__(self, rows: Rows, now: Nanos, registry: MigrationRegistry) -> None:
+    def __init__(
+        self,
+        rows: Rows,
+        now: Nanos,
+        registry: MigrationRegistry,
+        axis: MonotonicAxis | None = None,
+    ) -> None:
         self.rows = rows
-        self.now = now
+        self.now = now  # wall time (Guard.now): evidence timestamps only
         self.registry = registry
+        self.axis = axis or MonotonicAxis()
+        self._monotonic: Nanos | None = None
+        self._marked = False
+
+    @property
+    def monotonic_ns(self) -> Nanos:
+        """The store's monotonic axis in this transaction (one reading, taken at its
+        first use): every duration, lease and deadline decision reads it, never the
+        wall time (``storage.routed.clock``)."""
+        if self._monotonic is None:
+            mark = self._read(MONOTONIC, "monotonic")
+            stored = None if mark is None else mark.record.reading_ns
+            self._monotonic = self.axis.reading(stored, self.now)
+        return self._monotonic
 
     @property
     def now_ms(self) -> int:
-        """The transaction's trusted time in milliseconds. Guard.now never decreases
-        across transactions, so it serves as the envelope's monotonic reading."""
-        return self.now // 1_000_000
+        """The monotonic reading in milliseconds (the envelope's unit)."""
+        return self.monotonic_ns // 1_000_000
+
+    def _mark(self) -> None:
+        """With a transaction's first write: raise the stored high-water mark to this
+        transaction's reading, so the axis resumes from it after a restart."""
+        if self._marked:
+            return
+        self._marked = True
+        reading = self.monotonic_ns
+        mark = self._read(MONOTONIC, "monotonic")
+        if mark is None:
+            self._create(MONOTONIC, MonotonicMark(reading))
+        elif mark.record.reading_ns < reading:
+            self._replace(MONOTONIC, MonotonicMark(reading), mark.generation)
 
     # -- reads -----------------------------------------------------------------------
     def _decode(self, spec: Spec[R], row: Row) -> Stored[R]:
@@ -147,6 +184,7 @@ class RulesBase:
         taken. A record with a ``generation`` field is stamped 1."""
         record = _with_generation(record, 1)
         check_record(record)
+        self._mark()
         if not self.rows.insert(spec.table, self._row(spec, record, 1)):
             raise AlreadyExists(f"{spec.cls.__name__} {spec.key(record)!r}")
         return Stored(record, 1)
@@ -158,6 +196,7 @@ class RulesBase:
         current = self._require(spec, spec.key(record))
         self._check_generation(spec, current, expected)
         self._check_change(current.record, record)
+        self._mark()
         generation = current.generation + 1
         record = _with_generation(record, generation)
         if not self.rows.update(
