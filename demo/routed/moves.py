@@ -101,7 +101,7 @@ def stop_attempt(
     against whoever held it."""
     stored = rules.get_attempt(attempt_id)
     lease = stored.record.lease
-    if lease is not None and (lease.lease_id != lease_id or rules.now >= lease.expires_at):
+    if lease is not None and (lease.lease_id != lease_id or rules.lease_expired(lease)):
         stored = claim(rules, attempt_id)
         lease = stored.record.lease
     record = dataclasses.replace(stored.record, **changes)  # type: ignore[arg-type]
@@ -176,11 +176,12 @@ def end_workflow(
     for run in rules.list_runs(wf.record.workflow_id):
         for attempt in rules.list_attempts(run.record.run_id):
             if not is_terminal(attempt.record.status):
-                stop_attempt(
-                    rules,
-                    attempt.record.attempt_id,
-                    None,
-                    status=AttemptStatus.FAILED if reason else AttemptStatus.CANCELLED,
+                # The control plane ends it: its lease is revoked, never taken over
+                # (a live lease is not the supervisor's to claim; its worker is
+                # fenced at its next write).
+                rules.revoke_lease(
+                    attempt,
+                    AttemptStatus.FAILED if reason else AttemptStatus.CANCELLED,
                     failure_reason=reason,
                     failure_scope=FailureScope.WORKFLOW,
                     recovery_disposition=RecoveryDisposition.TERMINAL,

@@ -102,6 +102,12 @@ class ControlOutcome:
     replay: bool  # True: the key was seen before; nothing was applied now
 
 
+# The commands that set the desired state (restart acts on a new workflow).
+_DESIRED = frozenset(
+    {ControlCommand.CANCEL, ControlCommand.PAUSE, ControlCommand.RESUME, ControlCommand.CONTINUE}
+)
+
+
 def _allows(status: object, to: object) -> bool:
     for kind, table in MAPS.values():
         if isinstance(status, kind):
@@ -146,7 +152,9 @@ class ControlRules(WorkflowRules):
             result = self._result(stored, applied=False, detail="superseded by cancel")
         else:
             result = self._apply(stored, wf)
-            if req.command in (ControlCommand.CANCEL, ControlCommand.PAUSE, ControlCommand.RESUME):
+            # A continue runs the workflow again: the desired state says so (a pause
+            # desired before it would otherwise refuse the new attempt's claim).
+            if req.command in _DESIRED:
                 self._desire(stored, desired)
             if req.command is ControlCommand.PAUSE and self._pause_at_boundary(req.workflow_id):
                 result = dataclasses.replace(result, detail="paused: no attempt was running")

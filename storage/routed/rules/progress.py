@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..codec import check_record
-from ..enums import ResumeCapability
-from ..errors import InvalidArgument, JournalSequenceConflict, SizeCapExceeded
-from ..ids import AttemptID, RunID, check_id
+from ..enums import AttemptStatus, ResumeCapability
+from ..errors import InvalidArgument, JournalSequenceConflict, LeaseFenced, SizeCapExceeded
+from ..ids import AttemptID, LeaseID, RunID, check_id
 from ..paths import ARTIFACT_MAX_PER_FILE, ARTIFACT_MAX_TOTAL, check_relative_path
 from ..records import ArtifactMetadata, AttemptProgress, SemanticCheckpoint, Stored
 from .base import Spec, check_text
@@ -35,16 +35,27 @@ JOURNAL_INVALID = "progress_journal_invalid"
 
 class ProgressRules(RunRules):
     # -- artifacts -------------------------------------------------------------------------
-    def accept_artifact(self, meta: ArtifactMetadata) -> Stored[ArtifactMetadata]:
+    def accept_artifact(
+        self, meta: ArtifactMetadata, lease_id: LeaseID | None = None
+    ) -> Stored[ArtifactMetadata]:
         """Record (or update: same run and path, same ID) an accepted artifact. The
         caller hashed the file; this checks the record, the attempt's run and the caps
         (25 MiB per file, 100 MiB per run counting this one instead of its previous
-        version). ``SizeCapExceeded`` records nothing."""
+        version). ``SizeCapExceeded`` records nothing. The writer is fenced
+        (``LeaseFenced``) unless the attempt runs under a live lease: one of a
+        cancelled, finished or fenced attempt is refused; ``lease_id``, when the
+        caller holds it, must be that lease."""
         check_record(meta)
         check_relative_path(meta.relative_path)
         attempt = self.get_attempt(meta.attempt_id).record
         if attempt.run_id != meta.run_id:
             raise InvalidArgument(f"attempt {attempt.attempt_id} is not of run {meta.run_id}")
+        if attempt.status is not AttemptStatus.RUNNING or attempt.lease is None:
+            raise LeaseFenced(
+                f"attempt {attempt.attempt_id} is {attempt.status.name} without a live lease: "
+                "its artifacts are refused"
+            )
+        self.check_lease(attempt, attempt.lease.lease_id if lease_id is None else lease_id)
         if not 0 <= meta.byte_size <= ARTIFACT_MAX_PER_FILE:
             raise SizeCapExceeded(
                 f"{meta.relative_path} is {meta.byte_size} bytes, over {ARTIFACT_MAX_PER_FILE}"

@@ -16,6 +16,7 @@ import secrets
 from ..codec import check_record
 from ..enums import (
     AttemptStatus,
+    ControlCommand,
     FailureReason,
     FailureScope,
     NodeStatus,
@@ -37,12 +38,14 @@ from ..records import (
     SemanticCheckpoint,
     Stored,
 )
+from ..rows import RowFilter
 from ..transitions import ATTEMPT_TRANSITIONS, is_terminal
 from .base import check_text
 from .deployments import DeploymentRules
 from .specs import (
     ATTEMPT,
     CHECKPOINT,
+    DESIRED_STATE,
     ENVELOPE,
     NODE,
     NODE_TRANSITION,
@@ -134,15 +137,19 @@ class RunRules(DeploymentRules):
     ) -> Stored[AttemptRecord]:
         """Move a PENDING (or NEEDS_REPLAN) attempt to RUNNING under a lease the store
         mints; the run, its workflow and its node start running with it and the
-        workflow's envelope opens its active segment."""
+        workflow's envelope opens its active segment. Refused (``TransitionError``)
+        while the workflow is not PENDING or RUNNING or its desired state is pause or
+        cancel (a paused workflow accrues no active time), and for a RUNNING attempt
+        whose lease is live (its holder is not fenced by a second claim); a RUNNING
+        attempt whose lease expired is taken over under a new lease."""
         check_id(AttemptID, attempt_id)
         if duration_ms <= 0:
             raise InvalidArgument("lease duration must be positive")
         current = self.get_attempt(attempt_id)
         attempt = current.record
         run = self.get_run(attempt.run_id)
-        if duration_ms > run.record.max_attempt_lease_ms:
-            raise InvalidArgument(f"lease of {duration_ms} ms is over the run's ceiling")
+        self._check_lease_ceiling(run.record, duration_ms)
+        self._check_claimable(attempt)
         lease = AttemptLease(
             lease_id=LeaseID.new(),
             attempt_id=attempt.attempt_id,
@@ -151,6 +158,8 @@ class RunRules(DeploymentRules):
             acquired_at=self.now,
             expires_at=self.now + duration_ms * _MS,
             lease_token=secrets.token_hex(16),
+            acquired_monotonic_ns=self.monotonic_ns,
+            expires_monotonic_ns=self.monotonic_ns + duration_ms * _MS,
         )
         claimed = self._replace(
             ATTEMPT,
@@ -168,6 +177,50 @@ class RunRules(DeploymentRules):
             envelope, dataclasses.replace(env, attempt_lease_remaining_ms=duration_ms)
         )
         return claimed
+
+    def _check_lease_ceiling(self, run: RunRecord, duration_ms: int) -> None:
+        if duration_ms > run.max_attempt_lease_ms:
+            raise InvalidArgument(
+                f"lease of {duration_ms} ms is over the run's ceiling of "
+                f"{run.max_attempt_lease_ms} ms"
+            )
+
+    def _check_claimable(self, attempt: AttemptRecord) -> None:
+        """Where a claim may start an attempt running (README, "Readings")."""
+        wf = self._require(WORKFLOW, attempt.workflow_id).record
+        if wf.status not in (WorkflowStatus.PENDING, WorkflowStatus.RUNNING):
+            raise TransitionError(
+                "workflow",
+                wf.status,
+                WorkflowStatus.RUNNING,
+                f"workflow {wf.workflow_id} is {wf.status.name}: an attempt is claimed only "
+                "while its workflow is PENDING or RUNNING",
+            )
+        desired = self._read(DESIRED_STATE, wf.workflow_id)
+        if desired is not None and desired.record.desired_command in (
+            ControlCommand.PAUSE,
+            ControlCommand.CANCEL,
+        ):
+            raise TransitionError(
+                "workflow",
+                wf.status,
+                WorkflowStatus.RUNNING,
+                f"workflow {wf.workflow_id} is desired to "
+                f"{desired.record.desired_command.name.lower()}: no attempt is claimed",
+            )
+        lease = attempt.lease
+        if (
+            attempt.status is AttemptStatus.RUNNING
+            and lease is not None
+            and not self.lease_expired(lease)
+        ):
+            raise TransitionError(
+                "attempt",
+                attempt.status,
+                AttemptStatus.RUNNING,
+                f"attempt {attempt.attempt_id} runs under live lease {lease.lease_id}: "
+                "a claim takes over only an expired lease",
+            )
 
     def _start_run(self, run: Stored[RunRecord]) -> None:
         if run.record.status is RunStatus.PENDING:
@@ -215,6 +268,21 @@ class RunRules(DeploymentRules):
             ),
         )
 
+    def lease_expired(self, lease: AttemptLease) -> bool:
+        """Expiry is exclusive (gone at the expiry instant) and decided on the
+        monotonic axis; a lease minted before it existed, on its wall expiry."""
+        if lease.expires_monotonic_ns is None:
+            return self.now >= lease.expires_at
+        return self.monotonic_ns >= lease.expires_monotonic_ns
+
+    def _lease_remaining_ms(self, lease: AttemptLease) -> int:
+        """What is left of a lease, in whole milliseconds, never more than is left."""
+        if lease.expires_monotonic_ns is None:
+            left = lease.expires_at - self.now
+        else:
+            left = lease.expires_monotonic_ns - self.monotonic_ns
+        return max(0, left // _MS)
+
     def check_lease(self, attempt: AttemptRecord, lease_id: LeaseID | None) -> None:
         """Fencing: ``lease_id`` must be the attempt's live, unexpired lease."""
         lease = attempt.lease
@@ -222,18 +290,26 @@ class RunRules(DeploymentRules):
             raise LeaseFenced(f"attempt {attempt.attempt_id} holds no lease")
         if lease_id != lease.lease_id:
             raise LeaseFenced(f"lease {lease_id} is not attempt {attempt.attempt_id}'s")
-        if self.now >= lease.expires_at:
+        if self.lease_expired(lease):
             raise LeaseFenced(f"lease {lease_id} expired")
 
     def update_attempt(
         self, attempt: AttemptRecord, expected_generation: int, lease_id: LeaseID | None
     ) -> Stored[AttemptRecord]:
         """A supervisor's write: fenced unless ``lease_id`` is the live lease of a
-        leased attempt (an unleased, pending attempt takes ``None``)."""
+        leased attempt (an unleased, pending attempt takes ``None``). An attempt runs
+        only under a lease the store minted: a write that makes it RUNNING, or writes
+        a RUNNING one, carries that live lease (``claim_attempt`` mints it)."""
         check_record(attempt)
         current = self.get_attempt(attempt.attempt_id).record
         if current.lease is not None or lease_id is not None:
             self.check_lease(current, lease_id)
+        elif AttemptStatus.RUNNING in (current.status, attempt.status):
+            self._check_change(current, attempt)  # a forbidden move says so first
+            raise LeaseFenced(
+                f"attempt {attempt.attempt_id} holds no lease: an attempt runs only under "
+                "a lease the store mints (claim_attempt)"
+            )
         if attempt.lease != current.lease:
             raise LeaseCallerSelected(f"attempt {attempt.attempt_id}: leases are minted by claim")
         fixed = (attempt.run_id, attempt.workflow_id, attempt.attempt_number, attempt.created_at)
@@ -259,17 +335,29 @@ class RunRules(DeploymentRules):
     def renew_lease(
         self, attempt_id: AttemptID, lease_id: LeaseID, duration_ms: int
     ) -> Stored[AttemptRecord]:
+        """A new expiry ``duration_ms`` from now for the live lease, under the run's
+        attempt-lease ceiling as at claim (``InvalidArgument`` above it)."""
         check_id(AttemptID, attempt_id)
         stored = self.get_attempt(attempt_id)
         self.check_lease(stored.record, lease_id)
         lease = stored.record.lease
         if lease is None or duration_ms <= 0:
             raise InvalidArgument("lease duration must be positive")
+        self._check_lease_ceiling(self.get_run(stored.record.run_id).record, duration_ms)
         renewed = dataclasses.replace(
-            lease, duration_ms=duration_ms, expires_at=self.now + duration_ms * _MS
+            lease,
+            duration_ms=duration_ms,
+            expires_at=self.now + duration_ms * _MS,
+            expires_monotonic_ns=self.monotonic_ns + duration_ms * _MS,
         )
         record = dataclasses.replace(stored.record, lease=renewed, updated_at=self.now)
-        return self._replace(ATTEMPT, record, stored.generation)
+        written = self._replace(ATTEMPT, record, stored.generation)
+        envelope = self._envelope(record.workflow_id)
+        self._put_envelope(
+            envelope,
+            dataclasses.replace(envelope.record.envelope, attempt_lease_remaining_ms=duration_ms),
+        )
+        return written
 
     def revoke_lease(
         self, stored: Stored[AttemptRecord], status: AttemptStatus, **why: object
@@ -326,8 +414,23 @@ class RunRules(DeploymentRules):
             )
 
     def get_time_envelope(self, workflow_id: WorkflowID) -> Stored[TimeEnvelope]:
+        """The stored envelope, its ``attempt_lease_remaining_ms`` read now: what is
+        left of the shortest live lease of the workflow's running attempts (so the
+        effective deadline never overstates a lease); the stored figure when no
+        attempt runs under a lease (README, "Readings")."""
         stored = self._envelope(workflow_id)
-        return Stored(stored.record.envelope, stored.generation)
+        env = stored.record.envelope
+        runs = [row.key for row in self.rows.scan(RUN.table, workflow_id)]
+        # One statement for the running attempts of every run, whatever the pipeline.
+        running = RowFilter(parents=runs, statuses=frozenset({AttemptStatus.RUNNING.name}))
+        left = [
+            self._lease_remaining_ms(lease)
+            for row in (self.rows.page(ATTEMPT.table, running, None, len(runs)) if runs else [])
+            if (lease := self._decode(ATTEMPT, row).record.lease) is not None
+        ]
+        if left:
+            env = dataclasses.replace(env, attempt_lease_remaining_ms=min(left))
+        return Stored(env, stored.generation)
 
     def put_time_envelope(
         self, workflow_id: WorkflowID, env: TimeEnvelope, expected_generation: int

@@ -29,14 +29,15 @@ from storage.routed.records import ArtifactMetadata
 from storage.routed.store import RoutedStore
 from storage.routed.workspace import ArtifactWorkspace, artifact_id_for, new_artifact_workspace
 
-from .support import admit, first_attempt, snapshot
+from .support import admit, claimed, snapshot
 
 MiB = 1024 * 1024
 
 
 @pytest.fixture
 def attempt(routed: RoutedStore) -> AttemptID:
-    return first_attempt(routed, admit(routed)).record.attempt_id
+    # Running under a live lease: only such an attempt's artifacts are accepted.
+    return claimed(routed, admit(routed)).record.attempt_id
 
 
 @pytest.fixture
