@@ -21,9 +21,17 @@ Every path component is opened relative to its parent's descriptor with
 removed leaves a gap), each file's own sequence is its name's (an event duplicated,
 swapped or moved is caught), and its HMAC-SHA256 under the run's key over the attempt
 ID, sequence, timestamp, kind and payload (altered content, or a replaced key, is
-caught). Any of these is ``JournalInvalid`` and ``read`` returns nothing. Only the
-end of the journal (its last events removed) cannot be seen from the files alone: the
-progress tailer's stored ``last_sequence`` catches it (``verify.verify_run``).
+caught). Any of these is ``JournalInvalid`` and ``read`` returns nothing.
+
+The end is anchored: ``tail`` (0600, beside the events) holds the last sequence with
+its HMAC under the run's key, rewritten (atomically) after every append. A reader
+and the next append compare it with the events: a tail past the last event means
+events were removed from the end (``JournalInvalid``); a tail one behind is the one
+window a kill between the event and its tail leaves, accepted (the next append
+anchors again). Events without a tail (its file removed) are ``JournalInvalid`` too.
+What the files alone cannot show is a rollback to an older, consistent copy (an old
+tail with the events before it): the progress tailer's stored ``last_sequence``
+catches that much (``verify.verify_run``).
 
 The journal is authoritative for attempt state (recovery precedence: the control
 journal, then the event WAL, then the inbox WAL); nothing here overrides it.
@@ -58,6 +66,7 @@ from .errors import (
 from .ids import AttemptID, RunID, check_id
 
 KEY_FILE = "control-key"
+TAIL_FILE = "tail"  # the anchored last sequence, in each attempt's journal directory
 KEY_BYTES = 32
 CONTROL = "control"
 PAYLOAD_LIMIT = 65_536  # 64 KB = 65,536 bytes (resolution 13)
@@ -98,6 +107,15 @@ def event_mac(key: bytes, attempt_id: str, event: InvokeJobEvent) -> str:
         event.event_kind.name,
         event.payload,
     ):
+        raw = part.encode()
+        mac.update(len(raw).to_bytes(8, "big") + raw)
+    return mac.hexdigest()
+
+
+def tail_mac(key: bytes, attempt_id: str, last_sequence: int) -> str:
+    """HMAC-SHA256 of the tail anchor: the attempt and its last sequence."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for part in (TAIL_FILE, attempt_id, str(last_sequence)):
         raw = part.encode()
         mac.update(len(raw).to_bytes(8, "big") + raw)
     return mac.hexdigest()
@@ -209,7 +227,9 @@ class ControlJournal:
                 json.loads(event.payload)
             except ValueError as exc:
                 raise InvalidArgument(f"the payload is not JSON ({exc})") from exc
-        last = self.last_sequence()
+        last = self._anchored(self._sequences())
+        if self.anchored_sequence() not in (None, last):
+            self._anchor(last)  # a kill's window closed before the next event opens one
         if event.sequence != last + 1:
             raise JournalSequenceConflict(
                 f"the journal is at sequence {last}; {event.sequence} is not the next"
@@ -219,7 +239,69 @@ class ControlJournal:
         name = event_name(event.sequence)
         if not write_at(self._fd, name, marshal_canonical(signed), replace=False):
             raise JournalSequenceConflict(f"sequence {event.sequence} was appended meanwhile")
+        self._anchor(event.sequence)
         return signed
+
+    def _anchor(self, last: int) -> None:
+        """Write the tail anchor at ``last`` (two appenders race only past the event's
+        link, which admits one of them per sequence; a later one's tail is higher)."""
+        body = json.dumps(
+            {"last_sequence": last, "hmac": tail_mac(self._key, self.attempt_id, last)},
+            sort_keys=True,
+        )
+        write_at(self._fd, TAIL_FILE, body.encode())
+
+    def anchored_sequence(self) -> int | None:
+        """The tail anchor's last sequence, verified; None when there is no anchor."""
+        try:
+            fd = open_file_at(self._fd, TAIL_FILE)
+        except NotRegular:
+            raise SymlinkRejected("the journal's tail is a symbolic link or not a file") from None
+        except FileNotFoundError:
+            return None
+        try:
+            private_file(os.fstat(fd), "the journal's tail")
+            raw = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        try:
+            data = json.loads(raw)
+            last, mac = data["last_sequence"], data["hmac"]
+            valid = (
+                type(last) is int
+                and isinstance(mac, str)
+                and set(data)
+                == {
+                    "last_sequence",
+                    "hmac",
+                }
+            )
+        except (ValueError, TypeError, KeyError):
+            valid = False
+        if not valid or not hmac.compare_digest(tail_mac(self._key, self.attempt_id, last), mac):
+            raise JournalInvalid(
+                "the journal's tail anchor does not verify (altered, or another key)"
+            )
+        return int(last)
+
+    def _anchored(self, sequences: list[int]) -> int:
+        """The last sequence, checked against the tail anchor (module docstring)."""
+        last = max(sequences, default=0)
+        tail = self.anchored_sequence()
+        if tail is None:
+            if last:
+                raise JournalInvalid(f"the journal holds {last} events but no tail anchor")
+            return 0
+        if tail > last:
+            raise JournalInvalid(
+                f"the tail anchor names event {tail} but the journal ends at {last}: "
+                "events were removed from its end"
+            )
+        if tail < last - 1:
+            raise JournalInvalid(
+                f"the tail anchor names event {tail}, {last - tail} behind the end"
+            )
+        return last
 
     def last_sequence(self) -> int:
         """The highest sequence named in the directory (0 when empty), unverified."""
@@ -228,7 +310,7 @@ class ControlJournal:
     def _sequences(self) -> list[int]:
         found = []
         for name in os.listdir(self._fd):
-            if name.startswith("."):
+            if name.startswith(".") or name == TAIL_FILE:
                 continue  # a temporary file of an append (or one a kill left behind)
             match = _EVENT_NAME.fullmatch(name)
             if match is None:
@@ -242,6 +324,7 @@ class ControlJournal:
         whole journal; ``JournalInvalid`` (nothing returned) if any event was altered,
         removed, duplicated or reordered, or the key does not match."""
         sequences = self._sequences()
+        self._anchored(sequences)
         if sequences != list(range(1, len(sequences) + 1)):
             missing = sorted(set(range(1, (sequences or [0])[-1] + 1)) - set(sequences))
             raise JournalInvalid(f"events {missing[:5]} are missing from the journal")

@@ -137,7 +137,8 @@ def test_a_tampered_artifact_and_journal_are_shown_as_such(as_bob):
     rf.journal(attempt.record, 2)
     run_dir = rf.state_dir() / "runs" / attempt.record.run_id
     (run_dir / "artifacts" / "log.txt").write_bytes(b"forged\n")
-    event = sorted((run_dir / "control" / attempt.record.attempt_id).iterdir())[-1]
+    events = (run_dir / "control" / attempt.record.attempt_id).glob("*.event")
+    event = sorted(events)[-1]  # the last event (beside it, the journal's tail anchor)
     event.chmod(0o600)
     event.write_text(event.read_text().replace("PROGRESS_REF", "SUCCEEDED"))  # HMAC now fails
     body = as_bob.get(

@@ -29,6 +29,7 @@ from storage.routed.ids import AttemptID, RunID
 from storage.routed.journal import (
     KEY_FILE,
     PAYLOAD_LIMIT,
+    TAIL_FILE,
     ControlJournal,
     InvokeJobEvent,
     event_name,
@@ -209,6 +210,17 @@ TAMPERS: dict[str, Callable[[Path], None]] = {
     ),
     "an event renamed past the end": lambda d: os.rename(d / event_name(3), d / event_name(5)),
     "a foreign file added": lambda d: (d / "notes.txt").write_text("hi"),
+    # The end is anchored (TAIL_FILE): removing the last events is seen too.
+    "the last event deleted": lambda d: (d / event_name(3)).unlink(),
+    "the last two events deleted": lambda d: (
+        (d / event_name(3)).unlink(),
+        (d / event_name(2)).unlink(),
+    ),
+    "the tail anchor deleted": lambda d: (d / TAIL_FILE).unlink(),
+    "the tail anchor moved back with the last event": lambda d: (
+        (d / event_name(3)).unlink(),
+        rewrite(d / TAIL_FILE, lambda e: e.update(last_sequence=2)),
+    ),
 }
 
 
@@ -385,3 +397,28 @@ def test_a_process_killed_at_each_step_of_append_leaves_the_whole_event_or_none(
     with open_control_journal(tmp_path, *ids) as j:
         j.append(event(count + 1))  # a stray temporary file blocks nothing
     assert check_whole(tmp_path, ids) == count + 1
+
+
+def test_an_append_after_the_last_event_was_removed_is_refused(
+    tmp_path: Path, journal: ControlJournal
+) -> None:
+    """Publishing the removed sequence again would hide the removal."""
+    fill(journal)
+    (events_dir(tmp_path, journal) / event_name(3)).unlink()
+    with pytest.raises(JournalInvalid, match="removed from its end"):
+        journal.append(event(3))
+
+
+def test_a_kill_between_an_event_and_its_tail_is_read_and_anchored_again(
+    tmp_path: Path, journal: ControlJournal
+) -> None:
+    """The one window a kill leaves: the event published, the tail one behind."""
+    fill(journal, 2)
+    directory = events_dir(tmp_path, journal)
+    before = (directory / TAIL_FILE).read_bytes()
+    journal.append(event(3))
+    (directory / TAIL_FILE).write_bytes(before)  # as if killed before the tail moved
+    assert [e.sequence for e in journal.read()] == [1, 2, 3]
+    journal.append(event(4))
+    assert journal.anchored_sequence() == 4
+    assert [e.sequence for e in journal.read()] == [1, 2, 3, 4]

@@ -26,7 +26,12 @@ from storage.routed.errors import (
     RoutedNotFound,
 )
 from storage.routed.ids import AttemptID, LeaseID
-from storage.routed.journal import ControlJournal, InvokeJobEvent, open_control_journal
+from storage.routed.journal import (
+    ControlJournal,
+    InvokeJobEvent,
+    event_name,
+    open_control_journal,
+)
 from storage.routed.progress import (
     ProgressTailer,
     load_resume_checkpoint,
@@ -199,6 +204,20 @@ def test_a_tampered_journal_file_stops_the_tailer(
     assert at.tailer.poll() == []
     with pytest.raises(RoutedNotFound):
         routed.get_latest_checkpoint(at.record.attempt_id)
+
+
+def test_the_journals_last_event_removed_stops_the_tailer(
+    routed: RoutedStore, at: Attempt, tmp_path: Path
+) -> None:
+    """The journal reader notices it, not only ``routed_verify``: nothing of the
+    journal is ingested and the error is recorded, on every backend."""
+    beat(at, "one")
+    beat(at, "two")
+    victim = tmp_path / "runs" / at.record.run_id / "control" / at.record.attempt_id
+    (victim / event_name(2)).unlink()
+    with pytest.raises(JournalInvalid, match="removed from its end"):
+        at.tailer.poll()
+    invalid_recorded(routed, at)
 
 
 @pytest.mark.parametrize(
