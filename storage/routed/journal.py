@@ -28,7 +28,8 @@ its HMAC under the run's key, rewritten (atomically) after every append. A reade
 and the next append compare it with the events: a tail past the last event means
 events were removed from the end (``JournalInvalid``); a tail one behind is the one
 window a kill between the event and its tail leaves, accepted (the next append
-anchors again). Events without a tail (its file removed) are ``JournalInvalid`` too.
+anchors again); no tail beside one event is that window for the first event. More
+events without a tail (its file removed) are ``JournalInvalid`` too.
 What the files alone cannot show is a rollback to an older, consistent copy (an old
 tail with the events before it): the progress tailer's stored ``last_sequence``
 catches that much (``verify.verify_run``).
@@ -228,7 +229,7 @@ class ControlJournal:
             except ValueError as exc:
                 raise InvalidArgument(f"the payload is not JSON ({exc})") from exc
         last = self._anchored(self._sequences())
-        if self.anchored_sequence() not in (None, last):
+        if last and self.anchored_sequence() != last:
             self._anchor(last)  # a kill's window closed before the next event opens one
         if event.sequence != last + 1:
             raise JournalSequenceConflict(
@@ -288,10 +289,10 @@ class ControlJournal:
         """The last sequence, checked against the tail anchor (module docstring)."""
         last = max(sequences, default=0)
         tail = self.anchored_sequence()
-        if tail is None:
-            if last:
+        if tail is None:  # none yet: at most the first event, its tail not yet written
+            if last > 1:
                 raise JournalInvalid(f"the journal holds {last} events but no tail anchor")
-            return 0
+            return last
         if tail > last:
             raise JournalInvalid(
                 f"the tail anchor names event {tail} but the journal ends at {last}: "
