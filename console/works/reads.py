@@ -117,6 +117,11 @@ class WorkDetail:
     wait_labels: dict[str, str]  # Wait ID -> active, or how it ended
     waiting: list[WhyWaiting]  # the active Waits explained (console.works.waiting)
 
+    @property
+    def timer_by_id(self) -> dict[str, Timer]:
+        """The Work's Timers by ID: a Wait's timeout column shows its Timer's time."""
+        return {t.id: t for t in self.timers}
+
 
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
     """Queries: the stamp (2), the Work (1), children (1), attempts (1), timeline (1),

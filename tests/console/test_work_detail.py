@@ -154,3 +154,25 @@ def test_a_poll_gets_the_work_fragment_when_something_changed(as_alice, waiting_
     assert response.status_code == 200
     assert html.lstrip().startswith('<div id="work"')
     assert "<html" not in html
+
+
+def _timeout_cells(html: str) -> list[str]:
+    waits = html.split("<h2>Waits</h2>")[1].split("</table>")[0]
+    return re.findall(r'<td class="small timeout">(.*?)</td>', waits, re.S)
+
+
+def test_a_waits_timeout_is_the_time_its_timer_fires(as_alice, waiting_work):
+    """Issue 34: the column showed the Timer's ID, not when the Wait times out."""
+    cells = _timeout_cells(as_alice.get("/works/w1").content.decode())
+
+    assert len(cells) == 1
+    assert '<time class="countdown" datetime="' in cells[0]
+    assert "in 59m" in cells[0] or "in 1h" in cells[0]
+    assert 'href="#timer-w1-timeout"' in cells[0]
+    assert ">w1-timeout<" not in cells[0]
+
+
+def test_a_timed_out_waits_timeout_says_its_timer_is_gone(as_alice):
+    f.timed_out("t1")
+    cells = _timeout_cells(as_alice.get("/works/t1").content.decode())
+    assert cells == ['<span class="muted" title="Timer t1-timeout">fired or removed</span>']
