@@ -437,11 +437,12 @@ class FileArtifactStore:
 
     def _open_beneath(self, artifact_id: str, name: str) -> BufferedReader:
         """Open one file of a committed artifact, following no link below the root and
-        refusing anything but a regular file (``ArtifactCorrupt``): the console serves
-        these bytes to every viewer."""
+        refusing anything but a regular file with one name (``ArtifactCorrupt``: a hard
+        link planted there would serve whatever it names): the console serves these
+        bytes to every viewer."""
         parts = ("objects", artifact_id[:2], artifact_id, name)
         try:
-            return os.fdopen(open_beneath(self.root, parts), "rb")
+            return os.fdopen(open_beneath(self.root, parts, single_link=True), "rb")
         except NotRegular as exc:
             raise ArtifactCorrupt(
                 f"artifact {artifact_id}: {'/'.join(parts)} is not a regular file inside "

@@ -6,6 +6,11 @@ a link placed there (to the secret key, the SQLite file, /etc/passwd) must not b
 followed, at any depth. ``O_NOFOLLOW`` only guards the last component of a path, so
 each component is opened on its own, relative to its parent's descriptor: no path is
 ever resolved by name again between the check and the use.
+
+A hard link is no symbolic link, but it is as bad in a served file: whoever can write
+beneath the root can link any file the server can read (on the same file system) and
+have it served. Readers that serve content ask for ``single_link``: a file with more
+than one name is refused (``st_nlink > 1``, checked on the opened descriptor).
 """
 
 from __future__ import annotations
@@ -88,27 +93,34 @@ def _walk(directory: int, prefix: str) -> Iterator[tuple[int, str, str, os.stat_
             os.close(below)
 
 
-def open_beneath(root: Path, parts: Sequence[str]) -> int:
+def open_beneath(root: Path, parts: Sequence[str], *, single_link: bool = False) -> int:
     """A read-only descriptor of ``root/parts[0]/.../parts[-1]``, a regular file.
 
     ``root`` itself is configuration and may be reached through links; nothing below it
     may. Raises ``FileNotFoundError`` if a component is missing, ``NotRegular`` if one
-    is a link or the file is not regular, other ``OSError`` as the system reports.
+    is a link or the file is not regular (or, with ``single_link``, has another hard
+    link), other ``OSError`` as the system reports.
     """
     directory = open_dir_beneath(root, parts[:-1])
     try:
-        return open_file_at(directory, parts[-1])
+        return open_file_at(directory, parts[-1], single_link=single_link)
     finally:
         os.close(directory)
 
 
-def open_file_at(directory: int, name: str, flags: int = _FILE) -> int:
+def open_file_at(
+    directory: int, name: str, flags: int = _FILE, *, single_link: bool = False
+) -> int:
     """A descriptor of the regular file ``name`` in the open ``directory``, never
-    through a link; blocking again once opened."""
+    through a link; blocking again once opened. With ``single_link``, a file with more
+    than one hard link is refused (``NotRegular``, errno EMLINK)."""
     fd = _open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, directory)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegular(errno.EINVAL, "not a regular file", name)
+        if single_link and st.st_nlink > 1:
+            raise NotRegular(errno.EMLINK, f"{st.st_nlink} hard links: not served", name)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

@@ -32,7 +32,8 @@ def _opener(meta: ArtifactMetadata) -> BinaryIO:
         parts = check_relative_path(meta.relative_path)
     except StorageError as exc:
         raise OSError(f"the recorded path is refused: {exc}") from None
-    return os.fdopen(open_beneath(artifact_root(meta.run_id), parts), "rb")
+    # One name only: a hard link put there after acceptance would serve what it names.
+    return os.fdopen(open_beneath(artifact_root(meta.run_id), parts, single_link=True), "rb")
 
 
 def preview(meta: ArtifactMetadata, attempt: AttemptRecord, *, newest: bool) -> Preview:
@@ -45,7 +46,8 @@ def preview(meta: ArtifactMetadata, attempt: AttemptRecord, *, newest: bool) -> 
         shape_of(meta.media_type),
         newest=newest,
     )
-    return preview_content(base, lambda: _opener(meta))
+    # The workspace stays writable by the run's worker: show only what still matches.
+    return preview_content(base, lambda: _opener(meta), checked_only=True)
 
 
 def previews(

@@ -12,9 +12,15 @@ Bounds, so a page never reads more than it shows:
 - binary media types are download-only;
 - only the artifacts of the ``PREVIEWED_ATTEMPTS`` newest attempts are read.
 
+Content is shown only when it can be trusted (issue 34): bytes whose SHA-256 does not
+match the recorded digest are not shown at all, and the page says so (the Work page
+then offers no download either); a routed run's artifacts (``checked_only``) are shown
+only when read whole and matching, since their workspace is writable by the worker.
+
 Bytes are read through ``FileArtifactStore.open`` (``storage.beneath``: no link
-followed, regular files only), once per artifact. The text is escaped by the template
-and its control and bidi characters made visible by ``|visible``.
+followed, regular files with one hard link only), once per artifact. The text is
+escaped by the template and its control and bidi characters made visible by
+``|visible``.
 
 Artifacts carry no logical name (``ArtifactRef`` holds an ID, size, media type and
 digest; neither the attempt's Binding nor the store keeps one), so a readable one is
@@ -137,16 +143,28 @@ def read_preview(
     return preview_content(base, lambda: store.open(ref))
 
 
-def preview_content(base: Preview, open_stream: Callable[[], BinaryIO]) -> Preview:
+MISMATCH = (
+    "Its SHA-256 does not match the recorded one: the content was changed after it was "
+    "recorded, so it is not shown."
+)
+
+
+def preview_content(
+    base: Preview, open_stream: Callable[[], BinaryIO], *, checked_only: bool = False
+) -> Preview:
     """``base`` (its ref: size, media type, SHA-256) previewed from the stream
     ``open_stream`` gives, opened at most once: the Work page's artifacts and the
-    routed-run workflow page's (``console.routed``) alike."""
+    routed-run workflow page's (``console.routed``) alike. With ``checked_only`` only
+    content read whole whose digest matches is shown."""
     ref, shape = base.ref, base.shape
     if shape == "binary":
         return replace(base, problem=f"{ref.media_type}: download only")
     whole = ref.size <= INLINE_LIMIT
     if not whole and shape == "json":
         return replace(base, problem=f"larger than {INLINE_LIMIT // 1024} KiB: download it")
+    if not whole and checked_only:
+        limit = INLINE_LIMIT // 1024
+        return replace(base, problem=f"larger than {limit} KiB: its SHA-256 cannot be checked here")
     try:
         with open_stream() as stream:
             if whole:
@@ -157,6 +175,8 @@ def preview_content(base: Preview, open_stream: Callable[[], BinaryIO]) -> Previ
     except (ArtifactError, OSError) as exc:
         return replace(base, problem=f"content unreadable: {exc}", unreadable=True)
     base = replace(base, digest=_digest(ref, data) if whole else "unchecked", partial=not whole)
+    if base.digest == "mismatch" or (checked_only and base.digest != "match"):
+        return replace(base, problem=MISMATCH if base.digest == "mismatch" else UNCHECKED)
     text = data.decode("utf-8", "replace")
     if not whole:
         text = text.partition("\n")[2]  # the read began mid-file: drop the partial line
@@ -168,6 +188,9 @@ def preview_content(base: Preview, open_stream: Callable[[], BinaryIO]) -> Previ
         lines = pretty.count("\n") + 1
         return replace(base, shown=pretty, total_lines=lines, shown_lines=lines)
     return _text(base, text)
+
+
+UNCHECKED = "No SHA-256 was recorded to check it against, so it is not shown."
 
 
 def _text(base: Preview, text: str) -> Preview:

@@ -91,6 +91,7 @@ def work_detail(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
         "detail": detail,
         "work": detail.work,
         "missing_artifacts": artifacts.missing,
+        "mismatched_artifacts": {p.ref.id for p in artifacts.previews if p.digest == "mismatch"},
         "previews": artifacts.previews,
         "artifact_names": artifacts.names,
         "previewed_attempts": PREVIEWED_ATTEMPTS,

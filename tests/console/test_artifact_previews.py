@@ -140,3 +140,19 @@ def test_only_the_newest_attempts_are_read(as_bob):
     assert "attempt 5 log" in html
     assert "attempt 3 log" in html
     assert "attempt 2 log" not in html  # older: a download link only
+
+
+def test_content_whose_digest_does_not_match_is_not_shown_nor_offered(as_bob):
+    """Issue 34: only content whose SHA-256 matches is shown; else the page says it
+    does not and offers nothing (no preview, no download)."""
+    bad = f.publish(b"original\n")
+    failed_with(bad)
+    data = Path(settings.ARTIFACT_DIR) / "objects" / bad.id[:2] / bad.id / "data"
+    os.chmod(data, 0o600)
+    data.write_bytes(b"tampered\n")
+    html = page(as_bob)
+
+    assert "SHA-256 does not match" in html
+    assert "so it is not shown" in html
+    assert "tampered" not in html
+    assert f"/artifacts/{bad.id}" not in html

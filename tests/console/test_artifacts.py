@@ -1,6 +1,7 @@
 """Artifact download: streamed with the reference's type and size, always as an
 attachment; missing content is a clear 404 and the Work page still renders."""
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -93,3 +94,33 @@ def test_a_symlink_planted_in_the_artifact_folder_is_not_followed(as_bob, attach
     assert response.status_code == 404
     assert b"not a regular file" in response.content
     assert b"sss" not in response.content
+
+
+def test_a_hard_link_in_the_artifact_folder_is_not_served(as_bob, attached, tmp_path):
+    """Issue 34: a hard link (same file system) planted in place of the data served
+    whatever it names; st_nlink > 1 is refused as a symbolic link is."""
+    x, ref = attached
+    data = default_artifacts().root / "objects" / ref.id[:2] / ref.id / "data"
+    secret = data.parent.parent / "secret_key"  # beside the store, on its file system
+    secret.write_bytes(b"s" * ref.size)
+    data.unlink()
+    os.link(secret, data)
+
+    response = as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}")
+
+    assert response.status_code == 404
+    assert b"hard links" in response.content
+    assert b"sss" not in response.content
+    page = as_bob.get(f"/works/{x.work_id}").content.decode()
+    assert "sss" not in page
+    assert "hard links" in page
+
+
+def test_a_second_name_for_the_real_data_is_refused_too(as_bob, attached):
+    """Even a link to the artifact's own bytes: the count alone decides, as in the
+    routed workspace."""
+    x, ref = attached
+    data = default_artifacts().root / "objects" / ref.id[:2] / ref.id / "data"
+    os.link(data, data.parent.parent / "spare")
+
+    assert as_bob.get(f"/executions/{x.id}/artifacts/{ref.id}").status_code == 404

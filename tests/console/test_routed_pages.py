@@ -4,6 +4,7 @@ keyset pages, the workflow page, Deployments and aliases, Invocations. Data thro
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -258,3 +259,35 @@ def test_every_workflow_id_the_rules_accept_opens_its_page(as_bob, body):
     assert wf.workflow_id in response.content.decode()
     listed = as_bob.get(LIST, {"q": wf.workflow_id}).content.decode()
     assert url in listed
+
+
+def test_a_replaced_artifact_shows_no_content_only_that_it_does_not_match(as_bob):
+    """Issue 34: a routed artifact replaced after acceptance was still previewed."""
+    admission, attempt = rf.running()
+    rf.artifact(attempt.record, "log.txt", b"honest line\n")
+    path = rf.state_dir() / "runs" / attempt.record.run_id / "artifacts" / "log.txt"
+    path.write_bytes(b"forged line\n")  # same size, other bytes
+
+    body = as_bob.get(
+        reverse("routed_workflow", args=[admission.receipt.workflow_id])
+    ).content.decode()
+
+    assert "SHA-256 does not match" in body
+    assert "so it is not shown" in body
+    assert "forged line" not in body
+    assert "honest line" not in body
+
+
+def test_a_hard_linked_artifact_is_refused(as_bob, tmp_path):
+    admission, attempt = rf.running()
+    rf.artifact(attempt.record, "log.txt", b"secret!\n")
+    path = rf.state_dir() / "runs" / attempt.record.run_id / "artifacts" / "log.txt"
+    elsewhere = path.parent / "copy.txt"
+    os.link(path, elsewhere)  # the same bytes under a second name: the digest matches
+
+    body = as_bob.get(
+        reverse("routed_workflow", args=[admission.receipt.workflow_id])
+    ).content.decode()
+
+    assert "secret!" not in body
+    assert "hard links" in body

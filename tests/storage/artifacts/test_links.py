@@ -103,3 +103,22 @@ def test_a_store_whose_root_is_reached_through_a_symlink_still_serves(tmp_path):
 
     with FileArtifactStore(tmp_path / "link").open(ref) as stream:
         assert stream.read() == b"content"
+
+
+def test_it_refuses_a_data_file_with_another_hard_link(store, secret):
+    """Issue 34: a hard link (same file system) in place of the data served whatever
+    it names; a file with more than one name is refused, as the routed workspace does."""
+    ref = publish(store, b"x" * 15)
+    data = artifact_dir(store, ref) / "data"
+    linked = store.root / "planted"
+    linked.write_bytes(b"s" * 15)
+    data.unlink()
+    os.link(linked, data)
+
+    with pytest.raises(ArtifactCorrupt, match="2 hard links"):
+        store.open(ref)
+    with pytest.raises(ArtifactCorrupt, match="2 hard links"):
+        store.verify(ref)
+    linked.unlink()  # one name again: served (and its digest is what decides then)
+    with pytest.raises(ArtifactCorrupt, match="is corrupt: has 15 bytes sha256"):
+        store.verify(ref)
