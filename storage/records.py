@@ -415,6 +415,15 @@ class WorkQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseKey:
+    """Keyset cursor of an ExecutionQuery page in lease order (``by_lease``): the last
+    row's lease expiry and ID."""
+
+    lease_expires_at: Nanos
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutionKey:
     """Keyset cursor of an ExecutionQuery page: the last row's first claim and ID."""
 
@@ -429,12 +438,16 @@ class ExecutionQuery:
     of the attempt's Work (None: any Scope; "" stands for "no Scope");
     ``work_id_prefix``: its Work's ID starts with exactly these characters;
     ``expired``: only live attempts whose lease has expired at the transaction's now
-    (expiry is exclusive: ``lease_expires_at <= now``).
+    (expiry is exclusive: ``lease_expires_at <= now``); ``expiring_by``: only running
+    attempts whose lease has not expired at now and expires by then
+    (``now < lease_expires_at <= expiring_by``).
 
     Order: the most recently first claimed first (``started_at`` descending, then ID
     descending); attempts never claimed (``started_at`` 0) come last. ``after`` pages
     strictly after a key taken from the previous page's last row (``key_of``);
-    ``limit`` 0 means no limit.
+    ``limit`` 0 means no limit. ``by_lease``: running attempts only, the soonest lease
+    expiry first (``lease_expires_at`` then ID, ascending: an expired lease before a
+    live one), paged by ``after_lease`` (``lease_key_of``) instead of ``after``.
     """
 
     states: frozenset[ExecutionState] = frozenset()
@@ -442,12 +455,19 @@ class ExecutionQuery:
     scope_ids: frozenset[str] | None = None
     work_id_prefix: str = ""
     expired: bool = False
+    expiring_by: Nanos | None = None
+    by_lease: bool = False
     after: ExecutionKey | None = None
+    after_lease: LeaseKey | None = None
     limit: int = 0
 
     @staticmethod
     def key_of(execution: Execution) -> ExecutionKey:
         return ExecutionKey(execution.started_at, execution.id)
+
+    @staticmethod
+    def lease_key_of(execution: Execution) -> LeaseKey:
+        return LeaseKey(execution.lease_expires_at, execution.id)
 
 
 @dataclass(frozen=True, slots=True)

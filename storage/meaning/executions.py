@@ -9,7 +9,10 @@ its Work's ID starts with ``work_id_prefix`` (characters compared exactly, no
 wildcards), and, with ``expired``, it is live with a lease that has expired at
 ``now`` (``0 < lease_expires_at <= now``). Order: ``started_at`` then ID, both
 descending, so attempts never claimed (``started_at`` 0) come last; ``after`` keeps
-the rows strictly beyond that key in this order.
+the rows strictly beyond that key in this order. With ``expiring_by``, only running
+attempts with ``now < lease_expires_at <= expiring_by``. With ``by_lease``, only
+running attempts, ordered by ``lease_expires_at`` then ID ascending, ``after_lease``
+keeping the rows strictly beyond that key.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ def check_execution_query(query: ExecutionQuery) -> None:
         raise Invalid("ExecutionQuery.work_id_prefix takes a string")
     if query.after is not None and query.after.started_at < 0:
         raise Invalid("an ExecutionKey's started_at is 0 or positive")
+    if query.after_lease is not None and not query.by_lease:
+        raise Invalid("after_lease pages the lease order: set by_lease")
+    if query.after is not None and query.by_lease:
+        raise Invalid("the lease order pages with after_lease, not after")
+    if query.expiring_by is not None and query.expiring_by < 0:
+        raise Invalid("expiring_by is a time, 0 or positive")
 
 
 def execution_matches(
@@ -56,6 +65,16 @@ def execution_matches(
             or (x.state in LIVE_EXECUTION_STATES and 0 < x.lease_expires_at <= now)
         )
         and (query.after is None or (x.started_at, x.id) < (query.after.started_at, query.after.id))
+        and (
+            query.expiring_by is None
+            or (x.state is ExecutionState.RUNNING and now < x.lease_expires_at <= query.expiring_by)
+        )
+        and (not query.by_lease or x.state is ExecutionState.RUNNING)
+        and (
+            query.after_lease is None
+            or (x.lease_expires_at, x.id)
+            > (query.after_lease.lease_expires_at, query.after_lease.id)
+        )
     )
 
 
@@ -72,7 +91,7 @@ def select_executions(
             for x in executions
             if execution_matches(query, x, *work_of.get(x.work_id, ("", "")), now)
         ),
-        key=lambda x: (x.started_at, x.id),
-        reverse=True,
+        key=lambda x: (x.lease_expires_at, x.id) if query.by_lease else (x.started_at, x.id),
+        reverse=not query.by_lease,
     )
     return chosen[: query.limit] if query.limit else chosen

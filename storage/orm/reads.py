@@ -447,9 +447,36 @@ class OrmReads(OrmFacets):
         if query.after is not None:
             where.append(f"({time} < %s OR ({time} = %s AND x.id < %s))")
             params += [query.after.started_at, query.after.started_at, query.after.id]
+        if query.expiring_by is not None:
+            # The running attempts' lease index (execution_running_lease), its own
+            # predicate as written there.
+            where.append("x.state = 'running' AND x.lease_expires_ns > %s")
+            where.append("x.lease_expires_ns <= %s")
+            params += [self._now, query.expiring_by]
+        if query.by_lease:
+            return self._by_lease(query, where, params)
         sql = (
             f"SELECT x.data FROM {_ATTEMPTS} WHERE {' AND '.join(where)}"
             f" ORDER BY {order} DESC, x.id DESC"
+        )
+        if query.limit:
+            sql += f" LIMIT {int(query.limit)}"
+        return [codec.decode(Execution, d) for d in self._column(sql, params)]
+
+    def _by_lease(
+        self, query: ExecutionQuery, where: list[str], params: list[Any]
+    ) -> list[Execution]:
+        """The running attempts in lease order: a range of execution_running_lease
+        (lease_expires_ns, id; state = 'running') from the cursor, without a sort."""
+        where = [*where, "x.state = 'running'"]
+        if query.after_lease is not None:
+            t, id = query.after_lease.lease_expires_at, query.after_lease.id
+            # The inclusive bound lets the index range-scan; the OR breaks ties by ID.
+            where.append("x.lease_expires_ns >= %s AND (x.lease_expires_ns > %s OR x.id > %s)")
+            params = [*params, t, t, id]
+        sql = (
+            f"SELECT x.data FROM {_ATTEMPTS} WHERE {' AND '.join(where)}"
+            " ORDER BY x.lease_expires_ns, x.id"
         )
         if query.limit:
             sql += f" LIMIT {int(query.limit)}"

@@ -15,6 +15,7 @@ from storage import (
     ExecutionQuery,
     ExecutionState,
     Invalid,
+    LeaseKey,
     Store,
     Tx,
     seconds,
@@ -126,6 +127,44 @@ def test_keyset_pages_cover_every_attempt_once_in_order(store: Store, clock: Fak
         seen += ids(page)
         after = ExecutionQuery.key_of(page[-1])
     assert seen == everything
+
+
+def test_the_lease_order_and_expiring_by_select_running_attempts(
+    store: Store, clock: FakeClock
+) -> None:
+    """The Executions page's "expiring soon": running attempts only, the soonest lease
+    expiry first (an expired lease first of all), keyset pages in that order; and
+    ``expiring_by`` keeps the leases still live that expire by then (exclusive of now,
+    inclusive of the bound)."""
+    seed(store)
+    now = T0 + seconds(20)
+    # Leases: x-a1-2 expired at T0+13s, x-a2-1 expires at T0+3601s, x-n1-1 at T0+3603s.
+    assert query(store, ExecutionQuery(by_lease=True)) == ["x-a1-2", "x-a2-1", "x-n1-1"]
+    soon = ExecutionQuery(expiring_by=T0 + seconds(3601))
+    assert query(store, soon) == ["x-a2-1"], "expiring by: live leases up to the bound"
+    assert query(store, ExecutionQuery(expiring_by=now)) == [], "nothing live expires by now"
+    both = ExecutionQuery(by_lease=True, expiring_by=T0 + seconds(3603))
+    assert query(store, both) == ["x-a2-1", "x-n1-1"]
+    charge = ExecutionQuery(by_lease=True, kinds=frozenset({"billing.charge"}))
+    assert query(store, charge) == ["x-a1-2", "x-n1-1"], "other filters still apply"
+    seen: list[str] = []
+    after: LeaseKey | None = None
+    while True:
+        q = ExecutionQuery(by_lease=True, after_lease=after, limit=2)
+        page = at(store, now, lambda t, q=q: t.query_executions(q))
+        assert isinstance(page, list)
+        if not page:
+            break
+        seen += ids(page)
+        after = ExecutionQuery.lease_key_of(page[-1])
+    assert seen == ["x-a1-2", "x-a2-1", "x-n1-1"], "lease-order pages cover each once"
+    bad = {
+        "after_lease without the lease order": ExecutionQuery(after_lease=LeaseKey(0, "x")),
+        "after in the lease order": ExecutionQuery(by_lease=True, after=ExecutionKey(0, "x")),
+        "a negative expiring_by": ExecutionQuery(expiring_by=-1),
+    }
+    for what, q in bad.items():
+        tx(store, lambda t, q=q, what=what: raises(Invalid, lambda: t.query_executions(q), what))
 
 
 def test_a_prefix_is_exact_characters_not_a_pattern(store: Store, clock: FakeClock) -> None:
