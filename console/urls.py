@@ -9,7 +9,7 @@ from console.keys import views as keys
 from console.operate import bulk
 from console.operate import views as operate
 from console.run_records import views as run_records
-from console.runtime import artifacts
+from console.runtime import artifacts, attempt
 from console.runtime import views as runtime
 from console.saved import views as saved
 from console.triage import views as triage
@@ -43,6 +43,7 @@ urlpatterns = [
         artifacts.artifact_download,
         name="artifact",
     ),
+    path("attempts/<id:execution_id>", attempt.attempt_detail, name="attempt"),
     path("waits", runtime.waits, name="waits"),
     path("timers", runtime.timers, name="timers"),
     path("scopes", runtime.scopes, name="scopes"),

@@ -3,10 +3,13 @@
 ``state`` repeats: an Execution state, ``live`` (pending, running or parked: the
 default, what the page showed before it had filters) or ``any``; ``kind`` is the
 Work's kind, ``within`` a Scope and its descendants, ``work`` a prefix of the Work's
-ID, ``expired=1`` keeps live attempts whose lease has expired, ``size`` is the page
-size and ``after`` the keyset position ``<started ns>.<Execution ID>`` of the last row
-of the previous page (``storage.ExecutionQuery``'s order: the latest first claim
-first, never-claimed attempts last).
+ID, ``expired=1`` keeps live attempts whose lease has expired, ``expiring=30s`` (a
+span: s, m, h or d) the running attempts whose lease is live and expires within it,
+``sort=lease`` lists running attempts the soonest lease expiry first (an expired one
+first of all), ``size`` is the page size and ``after`` the keyset position
+``<started ns>.<Execution ID>`` of the last row of the previous page
+(``storage.ExecutionQuery``'s order: the latest first claim first, never-claimed
+attempts last), ``<lease expiry ns>.<Execution ID>`` in the lease order.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from django.http import QueryDict
 
+from console.runtime.filters import parse_older
 from console.urlstate import (
     DEFAULT_PAGE_SIZE,
     MAX_KEY_TIME,
@@ -27,11 +31,20 @@ from console.urlstate import (
     querystring,
     text,
 )
-from storage import LIVE_EXECUTION_STATES, ExecutionKey, ExecutionQuery, ExecutionState, WorkKey
+from storage import (
+    LIVE_EXECUTION_STATES,
+    ExecutionKey,
+    ExecutionQuery,
+    ExecutionState,
+    LeaseKey,
+    WorkKey,
+)
 
 LIVE = "live"
 ANY = "any"
 STATE_CHOICES = (LIVE, ANY, *(s.value for s in ExecutionState))
+LEASE = "lease"  # sort=lease: the soonest lease expiry first
+Cursor = ExecutionKey | LeaseKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +54,16 @@ class ExecutionFilter:
     within: str = ""
     work: str = ""  # a prefix of the Work ID
     expired: bool = False
+    expiring: str = ""  # a span as typed (30s): a bookmark keeps meaning "from now"
+    expiring_ns: int = 0
+    sort: str = ""  # "" (the latest first claim first) or LEASE
     size: int = DEFAULT_PAGE_SIZE
 
     def query(
-        self, scope_ids: frozenset[str] | None, after: ExecutionKey | None, limit: int
+        self, scope_ids: frozenset[str] | None, after: Cursor | None, limit: int, now: int = 0
     ) -> ExecutionQuery:
-        """``scope_ids`` is ``within``'s subtree, which the caller reads (one Scopes read)."""
+        """``scope_ids`` is ``within``'s subtree, which the caller reads (one Scopes read);
+        ``now`` the View's time, from which ``expiring`` counts."""
         chosen: set[ExecutionState] = set()
         for value in self.states:
             if value == ANY:
@@ -59,13 +76,18 @@ class ExecutionFilter:
             scope_ids=scope_ids,
             work_id_prefix=self.work,
             expired=self.expired,
-            after=after,
+            expiring_by=now + self.expiring_ns if self.expiring else None,
+            by_lease=self.sort == LEASE,
+            after=after if isinstance(after, ExecutionKey) else None,
+            after_lease=after if isinstance(after, LeaseKey) else None,
             limit=limit,
         )
 
     @property
     def narrowed(self) -> bool:
-        return self.states != (LIVE,) or bool(self.kind or self.within or self.work or self.expired)
+        return self.states != (LIVE,) or bool(
+            self.kind or self.within or self.work or self.expired or self.expiring
+        )
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
@@ -73,6 +95,10 @@ class ExecutionFilter:
         out += [(n, getattr(self, n)) for n in ("kind", "within", "work") if getattr(self, n)]
         if self.expired:
             out.append(("expired", "1"))
+        if self.expiring:
+            out.append(("expiring", self.expiring))
+        if self.sort:
+            out.append(("sort", self.sort))
         if self.size != DEFAULT_PAGE_SIZE:
             out.append(("size", str(self.size)))
         return out
@@ -86,6 +112,8 @@ class ExecutionFilter:
             return replace(self, states=rest or (LIVE,))
         if name == "expired":
             return replace(self, expired=False)
+        if name == "expiring":
+            return replace(self, expiring="", expiring_ns=0)
         return replace(self, **cleared(name))
 
     def chips(self) -> list[tuple[str, str, str]]:
@@ -93,7 +121,7 @@ class ExecutionFilter:
         return [
             (name, value, self.without(name, value).querystring())
             for name, value in self.params()
-            if name != "size"
+            if name not in ("size", "sort")
         ]
 
 
@@ -108,21 +136,43 @@ def parse_execution_filter(data: QueryDict) -> ExecutionFilter:
     expired = data.get("expired", "")
     if expired not in ("", "0", "1"):
         errors["expired"] = f"expired is 1 (expired leases only) or 0, not {expired!r}."
+    expiring = data.get("expiring", "").strip()
+    expiring_ns = 0
+    try:
+        expiring_ns = parse_older(expiring, "expiring")
+    except FilterError as exc:
+        errors |= exc.errors
+    sort = data.get("sort", "")
+    if sort not in ("", LEASE):
+        errors["sort"] = f"sort is lease (the soonest lease expiry first) or empty, not {sort!r}."
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
-    return ExecutionFilter(states=states or (LIVE,), expired=expired == "1", size=size, **fields)
+    return ExecutionFilter(
+        states=states or (LIVE,),
+        expired=expired == "1",
+        expiring=expiring,
+        expiring_ns=expiring_ns,
+        sort=sort,
+        size=size,
+        **fields,
+    )
 
 
-def format_execution_key(key: ExecutionKey) -> str:
+def format_execution_key(key: Cursor) -> str:
+    if isinstance(key, LeaseKey):
+        return format_key(WorkKey(key.lease_expires_at, key.id))
     return format_key(WorkKey(key.started_at, key.id))
 
 
-def parse_execution_cursor(data: QueryDict) -> ExecutionKey | None:
+def parse_execution_cursor(data: QueryDict, f: ExecutionFilter | None = None) -> Cursor | None:
+    """The page position; in the lease order (``f.sort``) a lease expiry's."""
     raw = data.get("after", "")
     if not raw:
         return None
     key = parse_key(raw)  # Execution IDs may contain dots; the time never does
     if key is None or key.time > MAX_KEY_TIME:
         raise FilterError({"after": f"{raw!r} is not a page position (<time>.<ID>)."})
+    if f is not None and f.sort == LEASE:
+        return LeaseKey(key.time, key.id)
     return ExecutionKey(key.time, key.id)

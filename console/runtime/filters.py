@@ -73,15 +73,16 @@ _AGE = re.compile(r"^(\d{1,6})([smhd])$")
 _AGE_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
 
 
-def parse_older(raw: str) -> int:
+def parse_older(raw: str, name: str = "older") -> int:
     """The Waits page's ``older`` (``30m``, ``1h``, ``2d``) in ns; 0 when empty.
-    An age, never an instant: a bookmark of "older than an hour" keeps meaning it."""
+    An age, never an instant: a bookmark of "older than an hour" keeps meaning it.
+    ``name``: the parameter an error names (the Executions page's ``expiring``)."""
     raw = raw.strip()
     if not raw:
         return 0
     match = _AGE.match(raw)
     if match is None:
-        raise FilterError({"older": f"older is an age like 30m, 1h or 2d, not {raw!r}."})
+        raise FilterError({name: f"{name} is a span like 30s, 5m or 1h, not {raw!r}."})
     return int(match.group(1)) * _AGE_NS[match.group(2)]
 
 

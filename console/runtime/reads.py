@@ -22,6 +22,7 @@ from storage import (
     ExecutionKey,
     ExecutionQuery,
     ExecutionState,
+    LeaseKey,
     NotFound,
     Scope,
     Timer,
@@ -62,11 +63,11 @@ class ExecutionPage:
     now: int
     stamp: str
     rows: list[ExecutionRow]
-    next_key: ExecutionKey | None  # the cursor of the next page, when there is one
+    next_key: ExecutionKey | LeaseKey | None  # the next page's cursor, when there is one
 
 
 def read_execution_page(
-    f: ExecutionFilter, after: ExecutionKey | None, seen: str = ""
+    f: ExecutionFilter, after: ExecutionKey | LeaseKey | None, seen: str = ""
 ) -> ExecutionPage | None:
     """A page of attempts in the filter's keyset order, each with its Work's kind and
     Scope. Queries: the View and its stamp, the Scopes when ``within`` is set (1), the
@@ -75,7 +76,8 @@ def read_execution_page(
 
     def build(tx: Tx, stamp: str) -> ExecutionPage:
         scope_ids = frozenset(subtree(tx.scopes(), f.within).ids) if f.within else None
-        found = tx.query_executions(f.query(scope_ids, after, f.size + 1))
+        query = f.query(scope_ids, after, f.size + 1, tx.now)
+        found = tx.query_executions(query)
         has_next, found = len(found) > f.size, found[: f.size]
         work_ids = sorted({x.work_id for x in found})
         works = {w.id: w for w in tx.works_of(work_ids)} if work_ids else {}
@@ -86,7 +88,8 @@ def read_execution_page(
             rows.append(
                 ExecutionRow(x, work.kind if work else "", work.scope_id if work else "", expired)
             )
-        next_key = ExecutionQuery.key_of(found[-1]) if has_next and found else None
+        key_of = ExecutionQuery.lease_key_of if query.by_lease else ExecutionQuery.key_of
+        next_key = key_of(found[-1]) if has_next and found else None
         return ExecutionPage(tx.now, stamp, rows, next_key)
 
     return polled_view(seen, build)

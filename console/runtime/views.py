@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.http import HttpResponse
@@ -11,6 +12,7 @@ from console.http import HtmxHttpRequest, page, render_region
 from console.overdue import grace_seconds, overdue_by
 from console.polling import seen_stamp, unchanged
 from console.runtime.execfilter import (
+    LEASE,
     STATE_CHOICES,
     format_execution_key,
     parse_execution_cursor,
@@ -56,7 +58,7 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
         started = parse_started_filter(request.GET)
         if started is None:
             f = parse_execution_filter(request.GET)
-            after = parse_execution_cursor(request.GET)
+            after = parse_execution_cursor(request.GET, f)
     except FilterError as exc:
         message = " ".join(exc.errors.values())
         return error_page(request, 400, "Invalid request", message)
@@ -77,6 +79,7 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
         "live": after is None,
         "older_url": f.querystring([("after", format_execution_key(nxt))]) if nxt else "",
         "newest_url": f.querystring() if after else "",
+        "lease_sort_url": replace(f, sort=LEASE).querystring(),
     }
     return render_region(request, TEMPLATE, "live", context)
 

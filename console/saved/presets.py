@@ -64,6 +64,12 @@ PRESETS: tuple[Preset, ...] = (
         _page("executions", "?expired=1"),
     ),
     Preset(
+        "leases-expiring-30s",
+        "Leases expiring in the next 30 s",
+        "Running attempts whose lease runs out within 30 s, the soonest first",
+        _page("executions", "?expiring=30s&sort=lease"),
+    ),
+    Preset(
         "waits-1h",
         "Waits older than an hour",
         "Active Waits created more than an hour ago, oldest first",
