@@ -491,10 +491,24 @@ def write_note(
 ) -> None:
     """Keep the reason, inside the action's transaction (the routed store's writers
     are serialised, so no second submission of the form is between the look and the
-    insert). A replay the store answered finds its note there already."""
+    insert). A replay the store answered finds its note there already.
+
+    A form's token is one action's: noted for another action (on any target) it is
+    ``Invalid`` and the action, which ran in this transaction, is rolled back (a
+    restart's token cannot cancel another workflow). A bulk form's one token acts on
+    many workflows, all with its one action."""
+    notes = RoutedActionNote.objects.using(note_db(routed))
+    other = (
+        notes.filter(token__startswith=f"{token}/")
+        .exclude(action=result.action.value)
+        .values_list("action", flat=True)
+        .first()
+    )
+    if other is not None:
+        raise Invalid(f"this form's token was used for {other}; reload the page")
     if found_note(routed, token, target) is not None:
         return
-    RoutedActionNote.objects.using(note_db(routed)).create(
+    notes.create(
         token=note_token(token, target),
         action=result.action.value,
         target=target,

@@ -331,3 +331,23 @@ def test_the_command_pauses_as_the_console_does(django_user_model):
 
     assert status_of(wf) is WorkflowStatus.PAUSE_REQUESTED
     assert [n.reason for n in a.notes_for(wf)] == ["model down"]
+
+
+def test_a_forms_token_acts_for_its_one_action_only():
+    """A restart's token is refused for a cancel on another workflow, and the cancel,
+    which ran in the refused transaction, is rolled back."""
+    failed, attempt = rc.running()
+    rc.end_attempt(attempt, AttemptStatus.FAILED)
+    other, _ = rc.running("key-other")
+    token = new_token()
+    assert control(a.do_restart_workflow, failed.receipt.workflow_id, token).done
+
+    target = other.receipt.workflow_id
+    with pytest.raises(Invalid, match="used for restart"):
+        control(a.do_cancel_workflow, target, token)
+
+    assert status_of(target) is WorkflowStatus.RUNNING
+    assert rc.routed().list_control_requests(target) == []
+    assert a.notes_for(target) == []
+    with pytest.raises(Invalid, match="used for restart"):  # nor for any other action
+        control(a.do_pause_workflow, target, token)
