@@ -18,7 +18,7 @@ from console.polling import polled_view
 from console.routed.reads import NEAR_CEILING, routed_rules
 from storage import Tx
 from storage.errors import StorageError
-from storage.routed.enums import ControlCommand, WorkflowStatus
+from storage.routed.enums import WorkflowStatus
 from storage.routed.envelope import TimeEnvelope, active_time_remaining_ms, consumed_ms
 from storage.routed.errors import RoutedNotFound
 from storage.routed.ids import WorkflowID
@@ -147,8 +147,6 @@ class WorkflowDetail:
     amendments: list[LimitAmendment]
     provenance: RestartProvenance | None
     restarted_as: list[str]  # workflows restarted from this one
-    # The applied continue that came after a desired pause (see ``_continued``).
-    continued: ControlRequest | None = None
 
     @property
     def live_attempt(self) -> bool:
@@ -227,30 +225,8 @@ def _build(r: RoutedRules, wf_id: WorkflowID, now: int, stamp: str) -> WorkflowD
         provenance=_optional(r.get_restart_provenance, wf_id),
         restarted_as=r.restarted_from(wf_id),
     )
-    detail.continued = _continued(detail)
     _verify_journals(detail)
     return detail
-
-
-def _continued(detail: WorkflowDetail) -> ControlRequest | None:
-    """The continue applied after the desired pause, if one was: the store keeps the
-    desired state of pause, resume and cancel requests only, so a workflow paused at
-    its boundary and then continued (out of PAUSED or NEEDS_REPLAN, back to RUNNING)
-    still has "pause" desired. The page shows the continue as the operator's last
-    word instead, with the pause it ended; a cancel's precedence is never overruled."""
-    desired = detail.desired
-    if desired is None or desired.desired_command is not ControlCommand.PAUSE:
-        return None
-    later = [
-        e.request
-        for e in detail.controls
-        if e.request.command is ControlCommand.CONTINUE
-        and e.result is not None
-        and e.result.applied
-        and e.request.created_at >= desired.created_at
-        and e.request.control_request_id != desired.control_request_id
-    ]
-    return max(later, key=lambda q: q.created_at, default=None)
 
 
 def _receipt(r: RoutedRules, wf: WorkflowRecord) -> InvocationReceipt | None:
