@@ -82,7 +82,8 @@ def parse_older(raw: str, name: str = "older") -> int:
         return 0
     match = _AGE.match(raw)
     if match is None:
-        raise FilterError({name: f"{name} is a span like 30s, 5m or 1h, not {raw!r}."})
+        what = "an age like 30m, 1h or 2d" if name == "older" else "a span like 30s, 5m or 1h"
+        raise FilterError({name: f"{name} is {what}, not {raw!r}."})
     return int(match.group(1)) * _AGE_NS[match.group(2)]
 
 
