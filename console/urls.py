@@ -33,6 +33,7 @@ urlpatterns = [
     path("actions/bulk/review", bulk.bulk_review, name="bulk_review"),
     path("errors", triage.error_groups, name="errors"),
     path("actions/bulk/progress", bulk.bulk_progress, name="bulk_progress"),
+    path("actions/bulk/resume", bulk.bulk_resume, name="bulk_resume"),
     path("events", events.event_list, name="events"),
     path("events/<id:event_id>", events.event_detail, name="event_detail"),
     path("operators/<id:name>", events.operator_actions, name="operator"),

@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
 from console.actions.common import BULK_YIELD_MAX, check_request, said
-from storage import Guard, Invalid, NotFound, StorageError, Store, StoredEvent, Tx
+from storage import (
+    KV_VALUE_LIMIT,
+    Guard,
+    Invalid,
+    NotFound,
+    StorageError,
+    Store,
+    StoredEvent,
+    Tx,
+    seconds,
+)
 from storage.ops.manual import (
     Action,
     ActionResult,
@@ -39,6 +51,16 @@ BULK_CAP = 10_000
 BULK_BATCH = 25
 # Progress of a running bulk action, by its form's token, for the confirmation to poll.
 PROGRESS_NAMESPACE = "console.bulk-progress"
+# The plan of a running bulk action (action, operator, reason, its Work IDs), by its
+# form's token, kept until it ends, so that any console host can resume it: a host
+# that dies mid-bulk leaves it here, and the same form sent again (by the proxy to the
+# next host, by the operator, or the progress region's Resume) carries on from it.
+# One KV value holds at most KV_VALUE_LIMIT bytes: the IDs are kept in chunks.
+JOB_NAMESPACE = "console.bulk-job"
+JOB_CHUNK = KV_VALUE_LIMIT // 2
+# A progress record not rewritten for this long: the host running the action stopped
+# (a batch is two transactions of tens of ms and two pauses of at most 100 ms).
+STALLED_AFTER = seconds(10)
 # Unrouted Events looked at by the recovery pass at the start of an action request.
 REQUEST_RECOVERY_SCAN = 200
 
@@ -127,17 +149,29 @@ def do_bulk(
     one manual Event per Work (delivery ID ``<token>:<work ID>``), tx 2 applies the
     batch. A Work that is missing, or to which the action no longer applies, is
     skipped with the reason. Between transactions it yields the write lock (see
-    ``BULK_YIELD_MAX``). With ``progress``, each tx 1 also writes how far the action
-    has got under the token (``read_progress``), removed when it ends."""
+    ``BULK_YIELD_MAX``).
+
+    With ``progress``, the run is resumable: its plan is stored under the token first
+    (``read_job``), unless one is stored already, which is then the one carried out
+    (whatever ``action``, ``username``, ``reason`` and ``work_ids`` say: the form sent
+    again after its host died); each tx 1 also writes how far it has got
+    (``read_progress``); both are removed when it ends. A resumed run goes through the
+    plan from its start: what the dead run did is found by its delivery IDs and
+    reported as done by this form, never done twice."""
     action = Action(action)
     reason = check_request(username, reason, token)
     ids = list(dict.fromkeys(work_ids))
     if len(ids) > BULK_CAP:
         raise Invalid(f"a bulk action takes at most {BULK_CAP} Works, not {len(ids)}")
+    if progress:
+        job = store.transact(
+            Guard(), partial(_claim_job, token, BulkJob(action, username, reason, tuple(ids)))
+        )
+        action, username, reason, ids = job.action, job.username, job.reason, list(job.work_ids)
     done: list[ActionResult] = []
     skipped: list[Skip] = []
     for start in range(0, len(ids), BULK_BATCH):
-        state = BulkProgress(len(ids), start, len(done), len(skipped)) if progress else None
+        state = BulkProgress(len(ids), start, len(done), len(skipped), _OWNER) if progress else None
         record = partial(
             _record_batch,
             action=action,
@@ -157,21 +191,33 @@ def do_bulk(
         for result in _apply_batch(store, events, skipped):
             (done.append(result) if result.done else skipped.append(_skip_of(result)))
     if progress:
-        store.transact(Guard(), lambda tx: tx.kv_delete(PROGRESS_NAMESPACE, token))
+        store.transact(Guard(), partial(_end_job, token))
     return BulkSummary(action, tuple(done), tuple(skipped))
+
+
+# Who runs a bulk action, as its progress says: this host and process.
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass(frozen=True, slots=True)
 class BulkProgress:
-    """How far a running bulk action has got (written before each batch)."""
+    """How far a running bulk action has got (written before each batch, at ``beat``
+    by ``owner``, ``host:pid``)."""
 
     total: int
     processed: int
     done: int
     skipped: int
+    owner: str = ""
+    beat: int = 0
 
     def encode(self) -> bytes:
-        return json.dumps([self.total, self.processed, self.done, self.skipped]).encode()
+        fields = [self.total, self.processed, self.done, self.skipped, self.owner, self.beat]
+        return json.dumps(fields).encode()
+
+    @property
+    def pid(self) -> int:
+        return int(self.owner.rpartition(":")[2] or 0)
 
 
 def read_progress(tx: Tx, token: str) -> BulkProgress | None:
@@ -181,8 +227,69 @@ def read_progress(tx: Tx, token: str) -> BulkProgress | None:
         raw = tx.kv_get(PROGRESS_NAMESPACE, token)
     except NotFound:
         return None
-    total, processed, done, skipped = json.loads(raw)
-    return BulkProgress(total, processed, done, skipped)
+    return BulkProgress(*json.loads(raw))
+
+
+def stalled(tx: Tx, progress: BulkProgress) -> bool:
+    """Whether the run's host has stopped writing its progress (it died with it)."""
+    return tx.now - progress.beat > STALLED_AFTER
+
+
+@dataclass(frozen=True, slots=True)
+class BulkJob:
+    """A bulk action's plan, stored while it runs (``JOB_NAMESPACE``)."""
+
+    action: Action
+    username: str
+    reason: str
+    work_ids: tuple[str, ...]
+
+
+def read_job(tx: Tx, token: str) -> BulkJob | None:
+    """The stored plan of the bulk action run with ``token``, or None (finished, or
+    never started)."""
+    try:
+        head = json.loads(tx.kv_get(JOB_NAMESPACE, token))
+    except NotFound:
+        return None
+    ids: list[str] = []
+    for n in range(head["chunks"]):
+        ids += json.loads(tx.kv_get(JOB_NAMESPACE, f"{token}.{n}"))
+    return BulkJob(Action(head["action"]), head["username"], head["reason"], tuple(ids))
+
+
+def _claim_job(token: str, job: BulkJob, tx: Tx) -> BulkJob:
+    """The plan stored under ``token``, else ``job``, stored now."""
+    stored = read_job(tx, token)
+    if stored is not None:
+        return stored
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for work_id in job.work_ids:
+        cost = len(json.dumps(work_id).encode()) + 1
+        if size + cost > JOB_CHUNK:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(work_id)
+        size += cost
+    for n, chunk in enumerate(chunks):
+        tx.kv_put(JOB_NAMESPACE, f"{token}.{n}", json.dumps(chunk).encode())
+    head = {"action": job.action.value, "username": job.username, "reason": job.reason}
+    tx.kv_put(JOB_NAMESPACE, token, json.dumps(head | {"chunks": len(chunks)}).encode())
+    return job
+
+
+def _end_job(token: str, tx: Tx) -> None:
+    """Forget a finished run's plan and progress (one transaction: never a plan without
+    the progress that says it stalled, nor the other way round)."""
+    try:
+        chunks = json.loads(tx.kv_get(JOB_NAMESPACE, token))["chunks"]
+    except NotFound:
+        chunks = 0  # another host finished it first
+    for n in range(chunks):
+        tx.kv_delete(JOB_NAMESPACE, f"{token}.{n}")
+    tx.kv_delete(JOB_NAMESPACE, token)
+    tx.kv_delete(PROGRESS_NAMESPACE, token)
 
 
 def _yielding[T](store: Store, fn: Callable[[Tx], T]) -> T:
@@ -204,7 +311,7 @@ def _record_batch(
     progress: BulkProgress | None,
 ) -> list[tuple[str, tuple[StoredEvent, bool] | str]]:
     if progress is not None:
-        tx.kv_put(PROGRESS_NAMESPACE, token, progress.encode())
+        tx.kv_put(PROGRESS_NAMESPACE, token, replace(progress, beat=tx.now).encode())
     out: list[tuple[str, tuple[StoredEvent, bool] | str]] = []
     for work_id in work_ids:
         try:
@@ -240,7 +347,12 @@ def _apply_batch(
             except StorageError as exc:
                 skipped.append(Skip(stored.event.work_id, f"not applied yet ({exc})"))
         return results
-    return [r if added else _as_duplicate(r) for r, (_, added) in zip(results, events, strict=True)]
+    # A duplicate was done by an earlier run of this form; an Event that run recorded but
+    # did not apply (its host died in between) is applied now, by this run.
+    return [
+        r if added or r.applied_now else _as_duplicate(r)
+        for r, (_, added) in zip(results, events, strict=True)
+    ]
 
 
 def _skip_of(result: ActionResult) -> Skip:

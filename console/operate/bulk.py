@@ -29,7 +29,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.actions.common import new_token
-from console.actions.work import BULK_CAP, BulkSummary, do_bulk, read_progress
+from console.actions.work import (
+    BULK_CAP,
+    BulkSummary,
+    do_bulk,
+    read_job,
+    read_progress,
+    stalled,
+)
 from console.errors import error_page
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
@@ -221,8 +228,38 @@ def bulk_progress(request: HtmxHttpRequest) -> HttpResponse:
     token = request.GET.get("token", "")
     if not TOKEN.match(token):
         return error_page(request, 400, "Invalid request", "The token is malformed.")
-    state = read(lambda tx: read_progress(tx, token))
-    return render(request, "console/_bulk_progress.html", {"progress": state})
+
+    def progress(tx: Any) -> dict[str, Any]:
+        state = read_progress(tx, token)
+        return {"progress": state, "stalled": state is not None and stalled(tx, state)}
+
+    context = read(progress) | {"token": token}
+    return render(request, "console/_bulk_progress.html", context)
+
+
+@require_POST
+@work_action
+def bulk_resume(request: HtmxHttpRequest) -> HttpResponse:
+    """Carry on the bulk action whose host stopped (its progress region offers this):
+    the stored plan, from its start; what was done already is reported, not redone."""
+    token = request.POST.get("token", "")
+    if not TOKEN.match(token):
+        return error_page(request, 400, "Invalid request", "The token is malformed.")
+    job = read(lambda tx: read_job(tx, token))
+    if job is None:
+        message = "This bulk action is not running: it finished, or it never started."
+        return error_page(request, 404, "Nothing to resume", message)
+    recover()
+    summary = do_bulk(
+        default_store(),
+        username=job.username,
+        action=job.action,
+        work_ids=job.work_ids,
+        reason=job.reason,
+        token=token,
+        progress=True,
+    )
+    return _summary(request, summary, parse_work_filter(QueryDict()))
 
 
 def _confirm_selected(
@@ -288,10 +325,13 @@ def _summary(
         params = [("do", f"{sweep.action.value}-all"), ("from", sweep.stop_cursor)]
         rest_url = reverse("bulk_action") + f.querystring(params)
     # Refused inside the run's range when it was re-read, then refused while acting.
-    skipped = [(w, why) for w, _, why in sweep.excluded] if sweep else []
+    # A resumed run's plan is the first run's: what that run did is now outside the
+    # filter's eligible Work, and reported among those acted on, not twice.
+    acted = {r.work_id for r in summary.done} | {s.work_id for s in summary.skipped}
+    skipped = [(w, why) for w, _, why in sweep.excluded if w not in acted] if sweep else []
     skipped += [(s.work_id, s.reason) for s in summary.skipped]
     skipped += [(work_id, UNCONFIRMED) for work_id in (accounted.unconfirmed if accounted else [])]
-    gone = accounted.gone if accounted else []
+    gone = [g for g in accounted.gone if g.work_id not in acted] if accounted else []
     context = {
         "promised": len(accounted.promised)
         if accounted and accounted.promised is not None

@@ -130,6 +130,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "actions/bulk": [({}, "do=retry-all", 200), ({}, "do=cancel-all&state=ready", 200)],
     "actions/bulk/review": [({}, "", 405)],
     "actions/bulk/progress": [({}, f"token={new_token()}", 200)],
+    "actions/bulk/resume": [({}, "", 405)],
     "errors": [({}, "", 200)],
     "events": [({}, "", 200), ({}, "unrouted=1", 200)],
     "events/<id:event_id>": [({}, "", 200)],
