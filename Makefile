@@ -67,15 +67,27 @@ test: venv chromium
 		echo "WARNING: install it with: sudo apt-get install -y chromium"; \
 		browser=" and not browser"; \
 	fi; \
-	echo "== SQLite: $(VENV)/bin/pytest -m 'not postgres_only$$browser'"; \
-	$(VENV)/bin/pytest -m "not postgres_only$$browser"; \
+	deploy=""; \
+	if [[ -n "$$browser" ]] || ! { command -v nginx || [[ -x /usr/sbin/nginx ]]; } >/dev/null || \
+		! command -v openssl >/dev/null; then \
+		if [[ "$${CI:-}" == "true" ]]; then \
+			echo "error: the deploy suite needs nginx, openssl and chromium, and CI=true." >&2; \
+			echo "Install them with: apt-get install -y nginx openssl chromium (.ci/run does)" >&2; \
+			exit 1; \
+		fi; \
+		echo "WARNING: nginx, openssl or chromium is missing: SKIPPING the deploy suite (-m 'not deploy')."; \
+		deploy=" and not deploy"; \
+	fi; \
+	echo "== SQLite: $(VENV)/bin/pytest -m 'not postgres_only and not deploy$$browser'"; \
+	echo "   (the deploy suite runs once, in the PostgreSQL pass: its topology needs PostgreSQL)"; \
+	$(VENV)/bin/pytest -m "not postgres_only and not deploy$$browser"; \
 	if bin=$$(bash scripts/pg-throwaway.sh bindir); then \
-		echo "== PostgreSQL ($$bin): a throwaway cluster, then pytest -m 'not sqlite_only$$browser'"; \
+		echo "== PostgreSQL ($$bin): a throwaway cluster, then pytest -m 'not sqlite_only$$browser$$deploy'"; \
 		echo "   (sqlite_only tests prove SQLite's own WAL, PRAGMA and file mechanisms)"; \
 		bash scripts/pg-throwaway.sh run bash -c \
 			'$(PY) manage.py migrate --noinput -v 0 && \
 			 $(PY) manage.py makemigrations --check --dry-run && \
-			 $(VENV)/bin/pytest -m "not sqlite_only$$0"' "$$browser"; \
+			 $(VENV)/bin/pytest -m "not sqlite_only$$0"' "$$browser$$deploy"; \
 	elif [[ "$${CI:-}" == "true" ]]; then \
 		echo "error: no PostgreSQL server binaries and CI=true: the PostgreSQL suite must run." >&2; \
 		echo "Install them with: apt-get install -y postgresql (.ci/run does)" >&2; \

@@ -360,7 +360,9 @@ USE_TZ = True
 # ---------------------------------------------------------------- static files
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where collectstatic writes and WhiteNoise serves from: each console host collects
+# its own (docs/deploy.md); the deploy tests point it into their temporary folder.
+STATIC_ROOT = env_path("CONDUIT_STATIC_ROOT", BASE_DIR / "staticfiles", base=BASE_DIR)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -13,7 +13,7 @@
 #                                  DATABASE_URL exported, then stop and remove it
 #                                  (also on failure or Ctrl-C); exits with CMD's status
 #
-# The server listens on 127.0.0.1 at a free port (password auth, so the URL's user and
+# The server listens on 127.0.0.1 at a free port, or PG_PORT (password auth, so the URL's user and
 # password are exercised) and on a socket in DIR/sock. initdb refuses to run as root, so
 # as root it runs as the `postgres` user. The default collation is ICU "en-US", not C:
 # the suite then proves that storage orders IDs and keys in binary order on its own
@@ -69,9 +69,14 @@ as_owner() {
     fi
 }
 
-# A port the kernel just handed out is free; without python3, a random high one (the
-# start is retried if it was taken).
+# PG_PORT if set (a caller that keeps to its own ports); else a port the kernel just
+# handed out is free; without python3, a random high one (the start is retried if it
+# was taken).
 free_port() {
+    if [[ -n "${PG_PORT:-}" ]]; then
+        echo "$PG_PORT"
+        return 0
+    fi
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' \
         2>/dev/null || echo $((20000 + RANDOM % 40000))
 }

@@ -98,3 +98,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for suffix in ("-wal", "-shm"):
         path = settings.TEST_SQLITE_PATH.with_name(settings.TEST_SQLITE_PATH.name + suffix)
         path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium, launched once per test process (xdist worker), for every
+    browser test: the console's (tests/console/browser/) and the deploy suite's.
+    Playwright's sync API allows one running instance per thread, so there is one."""
+    from tests.console.browser.support import ARGS, CHROMIUM
+
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: apt-get install -y chromium "
+            "(or deselect these tests locally with -m 'not browser')"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()

@@ -1,5 +1,6 @@
-"""The browser tests' fixtures: one Chromium for the whole session, a fresh context
-(cookies, storage, viewport) per test, and the page's error log.
+"""The browser tests' fixtures: a fresh context (cookies, storage, viewport) per test on
+the session's one Chromium (``browser``, tests/conftest.py, which the deploy suite
+shares: Playwright's sync API runs one instance per thread), and the page's error log.
 
 Playwright's sync API keeps an event loop in the test thread, where Django refuses
 database calls unless DJANGO_ALLOW_ASYNC_UNSAFE is set; the seeding helpers run there
@@ -16,25 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from .support import ARGS, CHROMIUM, TIMEOUT
+from .support import TIMEOUT
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    """Debian's Chromium, launched once per test process (xdist worker)."""
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: apt-get install -y chromium "
-            "(or deselect these tests locally with -m 'not browser')"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

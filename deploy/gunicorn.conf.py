@@ -1,0 +1,25 @@
+"""gunicorn's settings for one console host (docs/deploy.md).
+
+Every console host runs ``gunicorn -c deploy/gunicorn.conf.py conduit.wsgi --bind ADDR``
+behind the TLS proxy (deploy/nginx/conduit.conf); the deploy test suite
+(tests/deploy/) starts its two hosts with this same file. Anything here can be
+overridden on the command line or in ``GUNICORN_CMD_ARGS``.
+"""
+
+# gthread workers: a worker's threads share its PostgreSQL connection pool
+# (CONDUIT_DB_POOL_SIZE), and a long bulk action holds one thread, not a process.
+worker_class = "gthread"
+workers = 2
+threads = 4
+# A bulk action of 10,000 Work runs inside its request for about half a minute; the
+# proxy's read timeout (300 s) bounds it, not gunicorn (gthread workers heartbeat from
+# their main loop, so this only catches a worker whose loop is stuck).
+timeout = 60
+graceful_timeout = 30
+# Which proxy is believed about the client's address and scheme is the console's own
+# setting, CONDUIT_TRUSTED_PROXIES (docs/deploy.md), not gunicorn's forwarded_allow_ips.
+# One line per request on stdout (the journal under systemd).
+accesslog = "-"
+# gunicorn's control socket (a per-user unix socket in ~/.gunicorn) is for interactive
+# use; two hosts on one machine would share it.
+control_socket_disable = True
