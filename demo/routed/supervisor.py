@@ -59,7 +59,7 @@ from storage.routed.ids import (
     RunID,
     WorkflowID,
 )
-from storage.routed.records import ArtifactRef, AttemptRecord, Nanos
+from storage.routed.records import ArtifactRef, AttemptRecord, Nanos, Stored
 from storage.routed.rules import RoutedRules, TransitionCommand
 from storage.routed.store import RoutedStore
 from storage.routed.transitions import is_terminal
@@ -172,17 +172,17 @@ class Supervisor:
         catalog.ensure_catalog(self.routed)
         self._scan()
         for workflow_id in sorted(self.live):
-            for run in self.routed.list_runs(workflow_id):
-                attempts = self.routed.list_attempts(run.record.run_id)
-                if not any(a.record.status is AttemptStatus.RUNNING for a in attempts):
-                    continue
+            for run in self.routed.view(lambda r, w=workflow_id: r.list_runs(w)):
+                run_id = run.record.run_id
                 try:
-                    failed = self.routed.reconcile_interrupted(run.record.run_id)
+                    # Look and reconcile in one transaction: no attempt starts between.
+                    failed = self.routed.transact(lambda r, i=run_id: _reconcile_running(r, i))
                 except StorageError as exc:
-                    self.failed(f"reconcile {run.record.run_id}", exc)
+                    self.failed(f"reconcile {run_id}", exc)
                     continue
-                self.stats["routed_reconciled"] += len(failed)
-                log.info("routed: reconciled %d attempt(s) of %s", len(failed), run.record.run_id)
+                if failed:
+                    self.stats["routed_reconciled"] += len(failed)
+                    log.info("routed: reconciled %d attempt(s) of %s", len(failed), run_id)
 
     def _scan(self) -> None:
         self.live = {
@@ -368,14 +368,7 @@ class Supervisor:
             self._stop_at_boundary(attempt.attempt_id, lease)
         if waiting:
             return "waiting"
-        wf = self.routed.get_workflow(seen.wf.record.workflow_id)
-        if wf.record.status is WorkflowStatus.PAUSE_REQUESTED:
-            self.routed.apply_transition(
-                wf.record.workflow_id,
-                wf.generation,
-                TransitionCommand.PAUSE_BOUNDARY_REACHED,
-                f"boundary-{wf.generation}",
-            )
+        self.routed.transact(lambda r: _report_boundary(r, seen.wf.record.workflow_id))
         return "paused"
 
     def _stop_at_boundary(self, attempt_id: AttemptID, lease: LeaseID | None) -> None:
@@ -566,3 +559,24 @@ class Supervisor:
         self.stats["routed_fenced"] += fenced
         self.routed.transact(lambda r: moves.stop_services(r, seen.wf.record.workflow_id))
         return "ended"
+
+
+def _reconcile_running(r: RoutedRules, run_id: RunID) -> list[Stored[AttemptRecord]]:
+    """The run's RUNNING attempts an earlier process held, failed as interrupted; none
+    when no attempt runs (nothing is written then)."""
+    if not any(a.record.status is AttemptStatus.RUNNING for a in r.list_attempts(run_id)):
+        return []
+    return r.reconcile_interrupted(run_id)
+
+
+def _report_boundary(r: RoutedRules, workflow_id: WorkflowID) -> None:
+    """A workflow asked to pause has reached its boundary: read and report it in one
+    transaction (the generation the report compares is the one just read)."""
+    wf = r.get_workflow(workflow_id)
+    if wf.record.status is WorkflowStatus.PAUSE_REQUESTED:
+        r.apply_transition(
+            wf.record.workflow_id,
+            wf.generation,
+            TransitionCommand.PAUSE_BOUNDARY_REACHED,
+            f"boundary-{wf.generation}",
+        )

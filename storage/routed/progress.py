@@ -39,6 +39,7 @@ from .records import (
     SemanticCheckpoint,
     artifact_meta_digest,
 )
+from .rules import RoutedRules
 from .rules.base import digest_key
 from .store import RoutedStore
 
@@ -161,8 +162,11 @@ class ProgressTailer:
         return replace(progress, last_phase=checkpoint.phase), checkpoint
 
     def _checkpoint(self, sequence: int, fields: CheckpointPayload) -> SemanticCheckpoint:
-        attempt = self.store.get_attempt(self.attempt_id).record
-        accepted = {a.relative_path: a for a in self.store.list_artifacts(self.run_id)}
+        # The attempt and its accepted artifacts from one snapshot.
+        attempt, artifacts = self.store.view(
+            lambda r: (r.get_attempt(self.attempt_id).record, r.list_artifacts(self.run_id))
+        )
+        accepted = {a.relative_path: a for a in artifacts}
         refs = fields.artifact_references
         missing = [ref for ref in refs if ref not in accepted]
         if missing:
@@ -203,14 +207,23 @@ def load_resume_checkpoint(
     store: RoutedStore, attempt_id: AttemptID, run_id: RunID, reason: ResumeReason
 ) -> ResumeCheckpointData:
     """The latest safe checkpoint of ``attempt_id`` (an earlier attempt of ``run_id``)
-    as trusted resume data; ``RoutedNotFound`` when it has none (a first attempt)."""
-    cp = store.get_latest_checkpoint(attempt_id)
+    as trusted resume data; ``RoutedNotFound`` when it has none (a first attempt).
+    One View: the checkpoint, its run, workflow, deployment and artifacts are read
+    from one snapshot (five reads in five Views could each see another moment)."""
+    return store.view(lambda r: resume_checkpoint(r, attempt_id, run_id, reason))
+
+
+def resume_checkpoint(
+    r: RoutedRules, attempt_id: AttemptID, run_id: RunID, reason: ResumeReason
+) -> ResumeCheckpointData:
+    """``load_resume_checkpoint`` inside a transaction or View the caller holds."""
+    cp = r.get_latest_checkpoint(attempt_id)
     if cp.run_id != run_id:
         raise InvalidArgument(f"checkpoint {cp.checkpoint_id} is of run {cp.run_id}")
-    run = store.get_run(run_id).record
-    workflow = store.get_workflow(run.workflow_id).record
-    deployment = store.get_deployment(workflow.deployment_id).record
-    by_path = {a.relative_path: a for a in store.list_artifacts(run_id)}
+    run = r.get_run(run_id).record
+    workflow = r.get_workflow(run.workflow_id).record
+    deployment = r.get_deployment(workflow.deployment_id).record
+    by_path = {a.relative_path: a for a in r.list_artifacts(run_id)}
     artifacts: list[ArtifactMetadata] = [
         by_path[ref] for ref in cp.artifact_references if ref in by_path
     ]
