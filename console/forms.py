@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from console.actions.common import REASON_MAX
+from console.actions.common import REASON_MAX, TOKEN
 
 # The reasons operators give most: one click in the compact confirmation, and the
 # free text adds to (or replaces) it. Kept short so the choice reads at a glance.
@@ -37,7 +37,8 @@ class ActionForm(forms.Form):
     )
     token = forms.CharField(
         widget=forms.HiddenInput,
-        validators=[RegexValidator(r"^[A-Za-z0-9_-]{16,64}$", "Reload the page and try again.")],
+        # The token rule of console.actions.common, which the action checks again.
+        validators=[RegexValidator(TOKEN, "Reload the page and try again.")],
     )
 
     def clean(self) -> dict[str, Any]:
