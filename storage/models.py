@@ -17,6 +17,9 @@ from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Func, Q
 
+# The classes the migrations name live in a frozen module kept for them (issue 30).
+from .migrations._frozen_v1 import BinaryCharField as BinaryCharField
+from .migrations._frozen_v1 import JsonNanos as JsonNanos
 from .records import Table
 from .tables import live_values
 
@@ -36,27 +39,6 @@ GROUPED_ROWS = ~Q(error_group="")
 RUNNING = Q(state="running")
 
 
-class JsonNanos(Func):
-    """A record time (nanoseconds) read from ``data``'s JSON, for expression indexes."""
-
-    output_field = models.BigIntegerField()
-
-    def __init__(self, name: str) -> None:
-        super().__init__(F("data"))
-        self.name = name
-
-    # The one spelling (``Dialect.json_nanos``, which refuses a time it has no index
-    # for): no function, template or joiner to override.
-    def as_sql(  # type: ignore[override]
-        self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, Any]:
-        # Imported when compiled: the ORM backend imports these models.
-        from .orm.dialect import dialect
-
-        column, params = compiler.compile(self.source_expressions[0])
-        return dialect(connection).json_nanos(column, self.name), params
-
-
 class JsonText(Func):
     """A record's text field read from ``data``'s JSON (``Dialect.json_text``): the
     reads' spelling of an index that migration 0019 creates with the same SQL."""
@@ -74,25 +56,6 @@ class JsonText(Func):
 
         column, params = compiler.compile(self.source_expressions[0])
         return dialect(connection).json_text(column, self.name), params
-
-
-class BinaryCharField(models.CharField):  # type: ignore[type-arg]
-    """A CharField compared and sorted in binary (code point) order on every engine.
-
-    Records list by ID, keyset pages break time ties by ID and ``kv_list`` range-scans
-    keys: all assume binary order, as SQLite (BINARY) and the reference double (Python
-    ``str``) compare. A PostgreSQL database's default collation is usually linguistic
-    (en_US sorts "a" before "B"; glibc's also skips punctuation at first), so there
-    the column gets COLLATE "C",
-    which compares UTF-8 bytes: code point order. SQLite has no collation named "C",
-    hence a field rather than ``db_collation``; the migration is the same on both.
-    """
-
-    def db_parameters(self, connection: BaseDatabaseWrapper) -> dict[str, Any]:
-        params = super().db_parameters(connection)
-        if connection.vendor == "postgresql":
-            params["collation"] = "C"
-        return params
 
 
 class _Row(models.Model):

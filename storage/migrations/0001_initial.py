@@ -4,10 +4,10 @@ from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
 
-import storage.models
+import storage.migrations._frozen_v1
 
 # Edited in place for issue 8 (not a new migration): the ID and KV key columns became
-# storage.models.BinaryCharField, which adds COLLATE "C" on PostgreSQL only. SQLite's
+# storage.migrations._frozen_v1.BinaryCharField, which adds COLLATE "C" on PostgreSQL only. SQLite's
 # schema is unchanged by it, and no PostgreSQL database could exist before issue 8.
 
 
@@ -41,7 +41,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),
@@ -92,7 +92,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),
@@ -148,7 +148,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("namespace", models.CharField(max_length=255)),
-                ("key", storage.models.BinaryCharField(max_length=1024)),
+                ("key", storage.migrations._frozen_v1.BinaryCharField(max_length=1024)),
                 ("value", models.BinaryField()),
             ],
             options={
@@ -163,7 +163,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),
@@ -194,7 +194,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),
@@ -218,7 +218,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),

@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import storage.models
+import storage.migrations._frozen_v1
 
 
 # Durable run records (storage.runs). Additive: code before it never reads the table, so
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             fields=[
                 (
                     "run_id",
-                    storage.models.BinaryCharField(
+                    storage.migrations._frozen_v1.BinaryCharField(
                         max_length=255, primary_key=True, serialize=False
                     ),
                 ),

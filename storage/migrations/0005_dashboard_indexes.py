@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import storage.models
+import storage.migrations._frozen_v1
 
 
 class Migration(migrations.Migration):
@@ -13,19 +13,23 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name="eventrow",
-            index=models.Index(storage.models.JsonNanos("received_at"), name="event_received"),
+            index=models.Index(
+                storage.migrations._frozen_v1.JsonNanos("received_at"), name="event_received"
+            ),
         ),
         migrations.AddIndex(
             model_name="eventrow",
             index=models.Index(
                 models.F("scope_id"),
-                storage.models.JsonNanos("received_at"),
+                storage.migrations._frozen_v1.JsonNanos("received_at"),
                 name="event_scope_received",
             ),
         ),
         migrations.AddIndex(
             model_name="executionrow",
-            index=models.Index(storage.models.JsonNanos("started_at"), name="execution_started"),
+            index=models.Index(
+                storage.migrations._frozen_v1.JsonNanos("started_at"), name="execution_started"
+            ),
         ),
         migrations.AddIndex(
             model_name="workrow",

@@ -3,24 +3,60 @@ indexed columns, backfilled from the attempts and Timers already stored: the rul
 keep them from then on, at every commit (``storage.tx.base``)."""
 
 import json
-from dataclasses import replace
+import re
 from typing import Any
 
 from django.db import migrations, models
 from django.db.models import Exists, OuterRef, Subquery
 
-from storage import codec
-from storage.meaning.triage import NO_MESSAGE, error_key
-from storage.records import Work
-from storage.tables import live_values
-
 _BATCH = 1000
+
+# Frozen (issue 30): what this backfill took from storage as it stood at record format
+# 5 (storage.meaning.triage.error_key and NO_MESSAGE, storage.tables.live_values of
+# "execution", storage.codec's Work encoding), copied here so that a later change to
+# that code cannot change what this migration does to a database that meets it late.
+_MAX_ERROR_KEY = 200
+_NO_MESSAGE = "(no message)"
+_LIVE_EXECUTION_STATES = ("pending", "running", "parked")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_TOKEN = re.compile(r"[\w.:/-]*\d[\w.:/-]*")
+_NUMBER = re.compile(r"[+-]?[\d.,:]+")
+_HEX = re.compile(r"(?:0x)?[0-9a-fA-F]{6,}")
+_SPACE = re.compile(r"\s+")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    token = match.group(0)
+    core = token.rstrip(".:/-")
+    tail = token[len(core) :]
+    if _NUMBER.fullmatch(core):
+        return "<n>" + tail
+    if _HEX.fullmatch(core):
+        return "<hex>" + tail
+    return "<id>" + tail
+
+
+def _error_key(message: str) -> str:
+    """The error group of a failure message: "" for none (blank text)."""
+    text = _UUID.sub("<uuid>", message)
+    text = _TOKEN.sub(_placeholder, text)
+    text = _SPACE.sub(" ", text).strip()
+    return text[:_MAX_ERROR_KEY].rstrip()
 
 
 def _failure_key(data: str) -> str:
     """``triage.failure_key`` of a failed attempt from its stored JSON."""
     outcome = json.loads(data).get("outcome") or {}
-    return error_key(outcome.get("message") or "") or NO_MESSAGE
+    return _error_key(outcome.get("message") or "") or _NO_MESSAGE
+
+
+def _marked(data: str, exhausted: bool, error_group: str) -> str:
+    """A Work record's stored JSON with its two marks set, in the codec's spelling
+    (compact, keys sorted, ASCII escapes); every other field as it was stored."""
+    record = json.loads(data)
+    record["exhausted"] = exhausted
+    record["error_group"] = error_group
+    return json.dumps(record, separators=(",", ":"), sort_keys=True)
 
 
 def backfill(apps: Any, schema_editor: Any) -> None:
@@ -35,7 +71,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
         for work_id, data in failed.values_list("work_id", "data").iterator()
     }
     per_work = attempts.filter(work_id=OuterRef("id"))
-    live = per_work.filter(state__in=live_values("execution"))
+    live = per_work.filter(state__in=_LIVE_EXECUTION_STATES)
     exhausted = (
         work_rows.filter(state="ready")
         .filter(Exists(per_work))
@@ -51,10 +87,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
             mark = marks[row.id]
             row.exhausted = mark.get("exhausted", False)
             row.error_group = mark.get("error_group", "")
-            record = codec.decode(Work, row.data)
-            row.data = codec.encode(
-                replace(record, exhausted=row.exhausted, error_group=row.error_group)
-            )
+            row.data = _marked(row.data, row.exhausted, row.error_group)
         work_rows.bulk_update(rows, ["exhausted", "error_group", "data"])
 
 

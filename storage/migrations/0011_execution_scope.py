@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import migrations, models
 
-import storage.models
+import storage.migrations._frozen_v1
 
 # One statement on both engines: the Scope of each attempt's Work, before the
 # indexes on the column exist (they are built once, from the filled column).
@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
             model_name="executionrow",
             index=models.Index(
                 models.F("scope_id"),
-                storage.models.JsonNanos("started_at"),
+                storage.migrations._frozen_v1.JsonNanos("started_at"),
                 name="execution_scope_started",
             ),
         ),

@@ -5,7 +5,7 @@ version stays 1."""
 
 from django.db import migrations, models
 
-import storage.models
+import storage.migrations._frozen_v1
 
 
 class Migration(migrations.Migration):
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="executionrow",
             index=models.Index(
-                storage.models.JsonNanos("started_at"),
+                storage.migrations._frozen_v1.JsonNanos("started_at"),
                 models.F("id"),
                 condition=models.Q(("state", "running")),
                 name="execution_running_started",
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             model_name="executionrow",
             index=models.Index(
                 models.F("scope_id"),
-                storage.models.JsonNanos("started_at"),
+                storage.migrations._frozen_v1.JsonNanos("started_at"),
                 models.F("id"),
                 condition=models.Q(("state", "running")),
                 name="execution_scope_run_started",

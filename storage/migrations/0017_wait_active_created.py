@@ -5,7 +5,7 @@ backfilled (the JSON already holds the time)."""
 
 from django.db import migrations, models
 
-import storage.models
+import storage.migrations._frozen_v1
 
 
 class Migration(migrations.Migration):
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="waitrow",
             index=models.Index(
-                storage.models.JsonNanos("created_at"),
+                storage.migrations._frozen_v1.JsonNanos("created_at"),
                 models.F("id"),
                 condition=models.Q(("state", "active")),
                 name="wait_active_created",
