@@ -108,6 +108,14 @@ READY_MIN_FREE_MB = env_int("CONDUIT_READY_MIN_FREE_MB", 64)
 # project composes it here because neither storage nor the console may import the
 # demo; "" means the built-in codecs only (console/run_records/values.py).
 CONSOLE_RUN_VALUES = env_str("CONSOLE_RUN_VALUES", "demo.graphs.run_values")
+# Where a failed run attempt's error can be found (a run record keeps no error text):
+# a sentence the run page shows beside each failed attempt, with {run}, {node} and
+# {attempt} filled in. The default names the simulator's log under make run, where
+# demo/graphs.py writes that line; a deployment points it at its own runtime's logs.
+CONSOLE_RUN_ERRORS = env_str(
+    "CONSOLE_RUN_ERRORS",
+    "in data/logs/simulate.log: the line 'run {run} node {node} attempt {attempt} failed'",
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

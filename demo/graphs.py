@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -169,6 +170,12 @@ class Plan:
         return GRAPHS[self.kind]
 
 
+# The simulator's log (data/logs/simulate.log under make run): a failed attempt's error
+# is written here, since a run record keeps no error text (CONSOLE_RUN_ERRORS points
+# the console's run page at these lines).
+log = logging.getLogger("demo.simulate")
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -298,6 +305,14 @@ class _Step:
             self.confirm(scope_id, node, root_id)
             return self.record
         self.set_state(current_id, AttemptState.FAILED)
+        log.info(
+            "run %s node %s attempt %s failed: simulated failure, try %d of %d",
+            self.record.run_id,
+            node.id,
+            current_id,
+            current.index,
+            current.limit,
+        )
         if current.index < current.limit:
             nxt = replace(current, index=current.index + 1, state=AttemptState.ACTIVE)
             self.put_attempt(self.new_id(), nxt)
@@ -430,6 +445,15 @@ class _Step:
         messages = {**self.record.messages, message_key(message): message}
         self.record = replace(self.record, messages=messages)
         if fails:
+            log.info(
+                "run %s node %s attempt %s failed: poison message %d, try %d of %d",
+                self.record.run_id,
+                CONSUMER.id,
+                message_key(message),
+                sequence,
+                index,
+                MESSAGE_LIMIT,
+            )
             return  # the input stays pending; the budget has one attempt left
         # Input acknowledgement, processor state and values commit in this one save.
         pending = tuple(

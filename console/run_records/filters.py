@@ -1,6 +1,7 @@
 """The Runs list's filter and keyset cursor, read from and written to URLs.
 
 ``q`` searches run IDs (a substring), ``format`` picks the stored format (1 or 2),
+``status`` (repeats) keeps runs whose derived status (``outcome.py``) is one of these,
 ``since`` and ``until`` bound the updated time (``console.urlstate``'s syntax;
 ``since`` inclusive, ``until`` exclusive), ``size`` is the page size and ``after`` the
 keyset position ``<updated ns>.<run ID>`` of the last row of the previous page. The
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from console.run_records.outcome import RunRecordStatus
 from console.urlstate import (
     DEFAULT_PAGE_SIZE,
     MAX_TEXT,
@@ -24,6 +26,8 @@ from console.urlstate import (
     querystring,
 )
 from storage.run_records import RUN_FORMATS, RunQuery
+
+STATUSES = tuple(s.value for s in RunRecordStatus)
 
 RunKey = tuple[int, str]  # (updated_ns, run_id): the list's order, newest first
 LEGACY_UNTIL = "before"
@@ -37,6 +41,7 @@ class RunFilter:
     since_ns: int | None = None
     until: str = ""
     until_ns: int | None = None
+    status: tuple[str, ...] = ()  # derived statuses (RunRecordStatus values)
     size: int = DEFAULT_PAGE_SIZE
 
     def query(self, *, after: RunKey | None = None, limit: int = 0) -> RunQuery:
@@ -51,7 +56,7 @@ class RunFilter:
 
     @property
     def narrowed(self) -> bool:
-        return bool(self.q or self.format is not None or self.since or self.until)
+        return bool(self.q or self.format is not None or self.since or self.until or self.status)
 
     def params(self) -> list[tuple[str, str]]:
         """Canonical query parameters, defaults left out."""
@@ -59,6 +64,7 @@ class RunFilter:
         if self.format is not None:
             out.append(("format", str(self.format)))
         out += [(n, getattr(self, n)) for n in ("since", "until") if getattr(self, n)]
+        out += [("status", v) for v in self.status]
         if self.size != DEFAULT_PAGE_SIZE:
             out.append(("size", str(self.size)))
         return out
@@ -66,7 +72,9 @@ class RunFilter:
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
         return querystring([*self.params(), *extra])
 
-    def without(self, name: str) -> RunFilter:
+    def without(self, name: str, value: str = "") -> RunFilter:
+        if name == "status":
+            return replace(self, status=tuple(v for v in self.status if v != value))
         if name == "format":
             return replace(self, format=None)
         if name == "since":
@@ -78,7 +86,7 @@ class RunFilter:
     def chips(self) -> list[tuple[str, str, str]]:
         """(label, value, querystring without it) for each active filter."""
         return [
-            (name, value, self.without(name).querystring())
+            (name, value, self.without(name, value).querystring())
             for name, value in self.params()
             if name != "size"
         ]
@@ -120,9 +128,28 @@ def parse_run_filter(data: Mapping[str, str], now_ns: int | None = None) -> RunF
     since, until = data.get("since", "").strip(), typed_until(data)
     since_ns = parse_bound("since", since, now, errors)
     until_ns = parse_bound("until", until, now, errors)
+    status = tuple(dict.fromkeys(v for v in _getlist(data, "status") if v))
+    bad = [v for v in status if v not in STATUSES]
+    if bad:
+        errors["status"] = f"status is one of {', '.join(STATUSES)}, not {bad[0]!r}."
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
     return RunFilter(
-        q=q, format=fmt, since=since, since_ns=since_ns, until=until, until_ns=until_ns, size=size
+        q=q,
+        format=fmt,
+        since=since,
+        since_ns=since_ns,
+        until=until,
+        until_ns=until_ns,
+        status=status,
+        size=size,
     )
+
+
+def _getlist(data: Mapping[str, str], name: str) -> list[str]:
+    getlist = getattr(data, "getlist", None)
+    if getlist is not None:
+        return list(getlist(name))
+    value = data.get(name, "")
+    return [value] if value else []

@@ -28,13 +28,17 @@ class RunListPage:
     next_key: RunKey | None
 
 
-def read_run_list(f: RunFilter, after: RunKey | None, seen: str = "") -> RunListPage | None:
+def read_run_list(
+    f: RunFilter, after: RunKey | None, seen: str = "", limit: int = 0
+) -> RunListPage | None:
     """A page of run records in keyset order and the filter's count. Queries: the
-    stamp (2), the page (1), the count (1)."""
+    stamp (2), the page (1), the count (1). ``limit``: how many rows to read (the page
+    size by default; a status filter reads a scan's worth and keeps the matches)."""
+    limit = limit or f.size
 
     def build(tx: Tx, stamp: str) -> RunListPage:
-        rows = tx.run_records(f.query(after=after, limit=f.size + 1))
-        has_next, rows = len(rows) > f.size, rows[: f.size]
+        rows = tx.run_records(f.query(after=after, limit=limit + 1))
+        has_next, rows = len(rows) > limit, rows[:limit]
         last = rows[-1] if rows and has_next else None
         return RunListPage(
             now=tx.now,

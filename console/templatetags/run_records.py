@@ -53,3 +53,21 @@ def duration(ns: int) -> str:
     from console.templatetags.console import span
 
     return span(ns / 1_000_000_000)
+
+
+GENERIC_ERRORS = "in the runtime's own logs"
+
+
+@register.simple_tag
+def error_location(run_id: str, node_id: str, attempt: str) -> str:
+    """Where a failed attempt's error can be found (``settings.CONSOLE_RUN_ERRORS``, with
+    ``{run}``, ``{node}`` and ``{attempt}`` filled in); a setting that does not format
+    (another placeholder, a stray brace) falls back to the runtime's logs. Text, escaped
+    by the template like any value."""
+    from django.conf import settings
+
+    where = getattr(settings, "CONSOLE_RUN_ERRORS", "") or GENERIC_ERRORS
+    try:
+        return where.format(run=run_id, node=node_id, attempt=attempt)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return GENERIC_ERRORS
