@@ -102,7 +102,7 @@ class Admissions:
         caller = self.rng.choice(catalog.CALLERS)
         tight = self.rng.random()
         kind = "expire" if tight < 0.09 else "budget" if tight < 0.18 else ""
-        active_ms, spend = catalog.ceilings_for(kind)
+        active_ms, spend = catalog.ceilings_for(kind, ref)
         text = json.dumps(
             {"brief": f"document {self.seed}.{self.run}.{self.admitted}", "ref": ref},
             sort_keys=True,

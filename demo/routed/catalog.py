@@ -34,7 +34,11 @@ REPLAY_SHARE = 0.12  # of admissions: a caller resends an earlier request (same 
 CONFLICT_SHARE = 0.06  # of admissions: an earlier key with another input (refused)
 
 LEASE_MS = 20_000  # each attempt's lease; renewed at every step
-ACTIVE_MS = 600_000  # default active-time ceiling of an invocation
+MINUTE_MS = 60_000
+# Active-time ceilings are minutes, so an operator can catch a workflow near its
+# ceiling (the console's "near" is its last 20%) and amend or pause it by hand. Far:
+# what callers ask for by default, well above a plan's work (under a minute a stage).
+ACTIVE_MS = 20 * MINUTE_MS
 STEP_SECONDS = (2.5, 6.0)  # simulated seconds between two steps of one workflow
 RECOVER_AFTER_MS = 4_000  # an expired lease is recovered this long after it lapsed
 OPERATOR_WAIT_TICKS = 30  # how long a run waits for an operator's "continue"
@@ -121,8 +125,20 @@ class Plan:
     child_fails: bool  # one child fails (join_all then fails the batch)
 
 
-EXPIRE_MS = 6_000  # an active-time ceiling a few steps cannot meet
+# Near: a tight ceiling (3 minutes, or 5 for the longer pipelines) whose work outruns
+# it (``steps_for``): its last minute or so is "near its ceiling", and it expires
+# unless an operator amends it (or pauses it: a paused workflow accrues nothing).
+EXPIRE_MS = 3 * MINUTE_MS
+EXPIRE_LONG_MS = 5 * MINUTE_MS
+# Far: each reference's own ceiling when it is not tight.
+REF_ACTIVE_MS: dict[str, int] = {
+    "summarise": 10 * MINUTE_MS,
+    PACKAGES[0].deployment_id: 15 * MINUTE_MS,
+    "ingest": 20 * MINUTE_MS,
+    "fanout": 30 * MINUTE_MS,
+}
 TIGHT_SPEND = "0.30"  # a spend ceiling three steps exceed
+LONG_SPEND = "50.00"  # what the long work of a tight active-time ceiling may spend
 
 
 def plan_for(intent_digest: str, restarted: bool) -> Plan:
@@ -144,13 +160,28 @@ def plan_for(intent_digest: str, restarted: bool) -> Plan:
     )
 
 
-def ceilings_for(kind: str) -> tuple[int, str]:
-    """(active-time ceiling in ms, spend ceiling in USD) an invocation asks for."""
+def ceilings_for(kind: str, ref: str = "") -> tuple[int, str]:
+    """(active-time ceiling in ms, spend ceiling in USD) an invocation of ``ref``
+    asks for: near for the tight kind ("expire"), the reference's far one otherwise."""
+    far = REF_ACTIVE_MS.get(ref, ACTIVE_MS)
     if kind == "expire":
-        return EXPIRE_MS, "5.00"
+        near = EXPIRE_LONG_MS if ref in ("ingest", "fanout") else EXPIRE_MS
+        return near, LONG_SPEND
     if kind == "budget":
-        return ACTIVE_MS, TIGHT_SPEND
-    return ACTIVE_MS, "5.00"
+        return far, TIGHT_SPEND
+    return far, "5.00"
+
+
+def steps_for(plan: Plan, initial_active_ms: int, stages: int = 1) -> int:
+    """The steps of a node's work. A tight ceiling (at most ``EXPIRE_LONG_MS``) gets
+    more work than it allows, whatever the plan: a step a second (faster than any
+    supervisor steps: 2.5 s at least, a test's drive 2 s) still outruns it, so the
+    workflow expires unless an operator raises it in time (from its initial value: an
+    amendment does not add work), shared among the workflow's ``stages``; at the
+    slowest step (6 s) the whole work takes six times its ceiling (18 or 30 minutes)."""
+    if 0 < initial_active_ms <= EXPIRE_LONG_MS:
+        return initial_active_ms // 1000 // max(1, stages) + plan.steps
+    return plan.steps
 
 
 COST_PER_STEP = Decimal("0.12")  # simulated model spend of one step, in USD

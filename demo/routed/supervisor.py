@@ -430,10 +430,13 @@ class Supervisor:
         batch = children.drive_batch(self.routed, seen, run_id, self.held, self._hex)
         if batch is not None:
             return batch
-        if done >= plan.steps:
+        steps = catalog.steps_for(
+            plan, seen.receipt.initial_max_active_duration_ms, len(seen.nodes)
+        )
+        if done >= steps:
             return self._finish(seen, run_id, a.attempt_id, lease, now)
         meta = worker.step(
-            self.routed, self.state_root, run_id, a.attempt_id, lease, done + 1, plan.steps, now
+            self.routed, self.state_root, run_id, a.attempt_id, lease, done + 1, steps, now
         )
         del meta
         return "step"
