@@ -41,7 +41,7 @@ from console.errors import error_page
 from console.forms import ActionForm
 from console.http import HtmxHttpRequest
 from console.operate.reads import Gone, read_bulk_plan, read_gone
-from console.operate.sweep import Sweep, describe, parse_range, read_sweep
+from console.operate.sweep import Sweep, describe, narrowings, parse_range, read_sweep
 from console.operate.views import recover, work_action
 from console.polling import read
 from console.urlstate import MAX_KEY_TIME, FilterError
@@ -299,6 +299,7 @@ def _page(
         "promised_json": json.dumps([w.id for w in sweep.eligible]) if sweep else "",
         "seen": sweep.now if sweep else 0,
         "back": reverse("home") + f.querystring(),
+        "narrower": narrowings(sweep) if sweep and sweep.over_cap else [],
     }
     return render(request, CONFIRM, context, status=status)
 

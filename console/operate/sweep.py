@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from django.urls import reverse
+
 from console.actions.work import BULK_CAP
 from console.attempts import LastTry, read_last_tries
 from console.operate.reads import bulk_refusal, timed_work
@@ -80,6 +82,12 @@ class Sweep:
         return self.left > self.cap
 
     @property
+    def over_cap(self) -> bool:
+        """This run reached the cap with eligible Work after it: the selection is over
+        what one bulk action takes, which the confirmation says first of all."""
+        return len(self.eligible) >= self.cap and self.left > 0
+
+    @property
     def start_cursor(self) -> str:
         return format_key(self.start) if self.start else ""
 
@@ -99,6 +107,29 @@ def describe(f: WorkFilter) -> str:
         parts.append("retries exhausted")
     parts += [words.format(getattr(f, name)) for name, words in WORDS if getattr(f, name)]
     return "Every Work with " + ", ".join(parts) if parts else "Every Work"
+
+
+NARROWINGS = 5  # values of each facet offered as a narrower filter
+
+
+def narrowings(sweep: Sweep) -> list[tuple[str, str, int, str]]:
+    """Narrower filters for a selection over the cap: (facet, value, Work it matches,
+    the same bulk action's confirmation over it), the largest first, for each facet
+    the filter does not fix yet (kind; Scope, unless within a tree)."""
+    f, do = sweep.filter, [("do", f"{sweep.action.value}-all")]
+    out = []
+    if not f.kind:
+        out += [
+            ("kind", v, n, reverse("bulk_action") + replace(f, kind=v).querystring(do))
+            for v, n in sweep.by_kind[:NARROWINGS]
+        ]
+    if not f.scope and not f.within:
+        out += [
+            ("scope", v, n, reverse("bulk_action") + replace(f, scope=v).querystring(do))
+            for v, n in sweep.by_scope[:NARROWINGS]
+            if v
+        ]
+    return out
 
 
 def parse_range(data: Mapping[str, str]) -> tuple[WorkKey | None, WorkKey | None]:
