@@ -37,7 +37,8 @@ SEARCH_HITS = 50
 
 def routed_rules() -> Callable[[Tx], RoutedRules]:
     """The rules for a View, from the routed store opened BEFORE the View: opening it
-    checks the schema stamp in a transaction, which cannot nest inside the View."""
+    checks the schema stamp in a View of its own (it writes nothing), which cannot
+    nest inside the page's."""
     return default_routed_store().rules_in
 
 
