@@ -7,6 +7,7 @@ CONDUIT_PRODUCTION=true and CONDUIT_SECRET_KEY.
 
 import os
 from datetime import timedelta
+from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,20 @@ CONSOLE_READ_ONLY = env_bool("CONSOLE_READ_ONLY", False)
 # list, the Timers page's overdue tab): a healthy runtime fires a Timer a moment after
 # it is due, which is no alarm. One setting for every figure of overdue Timers.
 CONSOLE_OVERDUE_GRACE_SECONDS = env_seconds("CONSOLE_OVERDUE_GRACE_SECONDS", 30)
+# /metrics (console/metrics/, docs/metrics.md): a scraper is allowed with this bearer
+# token (empty: no token is accepted) or from these networks (the client's address as
+# conduit/proxy.py reads it). Unset, only the loopback addresses; set empty, none.
+METRICS_TOKEN = env_str("CONDUIT_METRICS_TOKEN", "").strip()
+METRICS_NETWORKS = (
+    env_networks("CONDUIT_METRICS_NETWORKS")
+    if "CONDUIT_METRICS_NETWORKS" in os.environ
+    else [ip_network("127.0.0.0/8"), ip_network("::1/128")]
+)
+# Live Work by kind and by Scope: the N largest each, the rest summed as "(other)", so
+# a scrape's series stay few whatever kinds and Scopes the store holds.
+METRICS_TOP_N = env_int("CONDUIT_METRICS_TOP_N", 20)
+if METRICS_TOP_N < 1:
+    raise ImproperlyConfigured(f"CONDUIT_METRICS_TOP_N must be 1 or more, got {METRICS_TOP_N}")
 # /readyz (console/readiness.py) on SQLite: below this much free space on the
 # database's filesystem the host is not ready (a full disk refuses every write).
 READY_MIN_FREE_MB = env_int("CONDUIT_READY_MIN_FREE_MB", 64)
@@ -134,6 +149,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: nothing may read X-Forwarded-Proto before an untrusted one is dropped.
     "conduit.proxy.ForwardedFromTrustedProxies",
+    # Times everything below it, by the view the URL resolved to (docs/metrics.md).
+    "console.metrics.middleware.RequestLatency",
     "django.middleware.security.SecurityMiddleware",
     # WhiteNoise serves static files before sessions and auth do any work.
     "whitenoise.middleware.WhiteNoiseMiddleware",

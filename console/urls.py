@@ -6,6 +6,7 @@ from console.dashboard import views as dashboard
 from console.events import views as events
 from console.http import by_method
 from console.keys import views as keys
+from console.metrics import views as metrics
 from console.operate import bulk
 from console.operate import views as operate
 from console.run_records import views as run_records
@@ -66,5 +67,6 @@ urlpatterns = [
     path("views/<int:pk>/delete", saved.delete_view, name="delete_view"),
     path("healthz", misc.healthz, name="healthz"),
     path("readyz", readiness.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("favicon.ico", misc.favicon, name="favicon"),
 ]

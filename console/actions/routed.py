@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from console.actions.common import check_request, said
+from console.actions.observed import observed
 from console.models import RoutedActionNote
 from storage import Conflict, Invalid
 from storage.routed.enums import AuthorityScope, ControlCommand, DeploymentStatus
@@ -144,6 +145,7 @@ def notes_for(target: str) -> list[RoutedActionNote]:
 # ---------------------------------------------------------------- workflow control
 
 
+@observed("pause_workflow")
 def do_pause_workflow(
     routed: RoutedStore,
     *,
@@ -157,6 +159,7 @@ def do_pause_workflow(
     return _control(routed, RoutedAction.PAUSE, username, workflow_id, generation, reason, token)
 
 
+@observed("resume_workflow")
 def do_resume_workflow(
     routed: RoutedStore,
     *,
@@ -169,6 +172,7 @@ def do_resume_workflow(
     return _control(routed, RoutedAction.RESUME, username, workflow_id, generation, reason, token)
 
 
+@observed("cancel_workflow")
 def do_cancel_workflow(
     routed: RoutedStore,
     *,
@@ -182,6 +186,7 @@ def do_cancel_workflow(
     return _control(routed, RoutedAction.CANCEL, username, workflow_id, generation, reason, token)
 
 
+@observed("restart_workflow")
 def do_restart_workflow(
     routed: RoutedStore,
     *,
@@ -206,6 +211,7 @@ def do_restart_workflow(
     )
 
 
+@observed("continue_workflow")
 def do_continue_workflow(
     routed: RoutedStore,
     *,
@@ -276,6 +282,7 @@ def control_request(
 # ---------------------------------------------------------------- limits
 
 
+@observed("amend_limits")
 def do_amend_limits(
     routed: RoutedStore,
     *,
@@ -327,6 +334,7 @@ def do_amend_limits(
 # ---------------------------------------------------------------- deployments and aliases
 
 
+@observed("deactivate_deployment")
 def do_deactivate_deployment(
     routed: RoutedStore,
     *,
@@ -342,6 +350,7 @@ def do_deactivate_deployment(
     )
 
 
+@observed("activate_deployment")
 def do_activate_deployment(
     routed: RoutedStore,
     *,
@@ -387,6 +396,7 @@ def _deployment(
     return _transact(routed, act, stale)
 
 
+@observed("repoint_alias")
 def do_repoint_alias(
     routed: RoutedStore,
     *,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from console.actions.common import BULK_YIELD_MAX, check_request
+from console.actions.observed import bulk_label, observed
 from console.actions.routed import (
     BULK_ACTIONS,
     RoutedAction,
@@ -53,6 +54,7 @@ class BulkControlSummary:
 Outcome = RoutedResult | tuple[str, str]
 
 
+@observed(bulk_label("bulk", frozenset(a.value for a in BULK_ACTIONS)))
 def do_bulk_control(
     routed: RoutedStore,
     *,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from console.actions.common import BULK_YIELD_MAX, check_request, said
+from console.actions.observed import bulk_label, observed
 from storage import (
     KV_VALUE_LIMIT,
     Guard,
@@ -109,12 +110,14 @@ class BulkSummary:
 # ---------------------------------------------------------------- single actions
 
 
+@observed("cancel_work")
 def do_cancel_work(
     store: Store, *, username: str, work_id: str, reason: str, token: str
 ) -> ActionResult:
     return _do_single(store, Action.CANCEL, username, work_id, reason, token)
 
 
+@observed("retry_work")
 def do_retry_work(
     store: Store, *, username: str, work_id: str, reason: str, token: str
 ) -> ActionResult:
@@ -135,6 +138,7 @@ def _do_single(
 # ---------------------------------------------------------------- bulk
 
 
+@observed(bulk_label("bulk", frozenset(a.value for a in Action)))
 def do_bulk(
     store: Store,
     *,

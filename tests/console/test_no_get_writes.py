@@ -171,6 +171,8 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "views/<int:pk>/delete": [({}, "", 405)],
     "healthz": [({}, "", 200)],
     "readyz": [({}, "", 200)],
+    # The test client's address is 127.0.0.1, a default allowed network: a full scrape.
+    "metrics": [({}, "", 200)],
     "favicon.ico": [({}, "", 302)],
 }
 
