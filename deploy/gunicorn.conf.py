@@ -3,8 +3,15 @@
 Every console host runs ``gunicorn -c deploy/gunicorn.conf.py conduit.wsgi --bind ADDR``
 behind the TLS proxy (deploy/nginx/conduit.conf); the deploy test suite
 (tests/deploy/) starts its two hosts with this same file. Anything here can be
-overridden on the command line or in ``GUNICORN_CMD_ARGS``.
+overridden on the command line or in ``GUNICORN_CMD_ARGS``. ``make run``
+(scripts/run.sh) starts its server with it too.
 """
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
 
 # gthread workers: a worker's threads share its PostgreSQL connection pool
 # (CONDUIT_DB_POOL_SIZE), and a long bulk action holds one thread, not a process.
@@ -23,3 +30,35 @@ accesslog = "-"
 # gunicorn's control socket (a per-user unix socket in ~/.gunicorn) is for interactive
 # use; two hosts on one machine would share it.
 control_socket_disable = True
+
+# ---------------------------------------------------------------- /metrics
+#
+# prometheus_client's multiprocess mode (docs/metrics.md, "Processes"): each worker
+# keeps its counters and histograms in files under PROMETHEUS_MULTIPROC_DIR and
+# /metrics sums every worker's, whichever worker answers the scrape. The folder must
+# start empty and belong to this master: a private temporary folder unless the
+# environment names one (whose stale *.db files are removed at start). Set here, in the
+# master before any worker forks, so every worker inherits it.
+_metrics_made: list[str] = []
+
+
+def on_starting(server: object) -> None:
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if folder:
+        for stale in Path(folder).glob("*.db"):
+            stale.unlink()
+    else:
+        folder = tempfile.mkdtemp(prefix="conduit-metrics-")
+        _metrics_made.append(folder)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+
+
+def child_exit(server: object, worker: Any) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: object) -> None:
+    for folder in _metrics_made:
+        shutil.rmtree(folder, ignore_errors=True)

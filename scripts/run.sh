@@ -55,17 +55,12 @@ if "$PY" manage.py help simulate >/dev/null 2>&1; then
     simulating=1
 fi
 
-# /metrics sums every worker's counters through files in this folder (prometheus_client's
-# multiprocess mode, docs/metrics.md); it must start empty, so each start empties it.
-metrics_dir=$DATA_DIR/prometheus
-rm -rf "$metrics_dir"
-(umask 077 && mkdir -p "$metrics_dir")
-
 # gthread workers: SQLite serialises writes anyway, threads keep idle memory low. With
 # DATABASE_URL (PostgreSQL) each worker's threads share its connection pool.
 # Extra gunicorn flags can be passed through GUNICORN_CMD_ARGS.
-PROMETHEUS_MULTIPROC_DIR=$metrics_dir .venv/bin/gunicorn conduit.wsgi \
-    --config python:conduit.gunicorn_conf \
+# deploy/gunicorn.conf.py: the hosts' settings (and /metrics' multiprocess folder).
+.venv/bin/gunicorn conduit.wsgi \
+    -c deploy/gunicorn.conf.py \
     --bind "$BIND" \
     --workers 2 \
     --threads 4 \
