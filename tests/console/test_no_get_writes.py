@@ -138,6 +138,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "operators/<id:name>": [({}, "", 200)],
     "executions": [({}, "", 200), ({}, "expired=1", 200)],
     "executions/<id:execution_id>/artifacts/<str:artifact_id>": [({}, "", 200)],
+    "attempts/<id:execution_id>": [({}, "", 200)],
     "waits": [({}, "", 200)],
     "timers": [({}, "", 200), ({}, "due=1", 200)],
     "scopes": [({}, "", 200)],
