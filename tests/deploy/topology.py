@@ -187,7 +187,6 @@ class Topology:
             if not k.startswith(("CONDUIT_", "CONSOLE_", "DJANGO_")) and k != "DATABASE_URL"
         }
         shared = self.root / "shared"
-        origins = [self.url("")] + [self.url("", host=h) for h in self.hosts]
         env |= {
             "DJANGO_SETTINGS_MODULE": "conduit.settings",
             "CONDUIT_PRODUCTION": "true",
@@ -198,10 +197,10 @@ class Topology:
             "CONDUIT_ROUTED_STATE_DIR": str(shared / "routed"),
             "CONDUIT_STATIC_ROOT": str(self.root / "static"),
             "CONDUIT_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            # nginx, on this machine, is the one proxy believed (docs/deploy.md).
+            # nginx, on this machine, is the one proxy believed (docs/deploy.md). No
+            # CONDUIT_CSRF_TRUSTED_ORIGINS: nginx passes the browser's Host, port included.
             "CONDUIT_TRUSTED_PROXIES": "127.0.0.1",
             "CONDUIT_PROXY_SSL_HEADER": "true",
-            "CONDUIT_CSRF_TRUSTED_ORIGINS": ",".join(origins),
             "CONDUIT_LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }
