@@ -32,6 +32,7 @@ from conduit.env import (
     env_str,
 )
 from conduit.files import private_folder, private_sqlite_files
+from conduit.logs import FORMATS, logging_config
 from storage.errors import Invalid
 from storage.files import read_or_create_secret
 from storage.pg_url import DATABASE_OVERRIDE, PostgresUrl, parse_database_override
@@ -147,6 +148,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Before anything logs: the request's ID (the trusted proxy's or a new one) on every
+    # log line of the request, and in the response's X-Request-ID.
+    "conduit.logs.RequestId",
     # First: nothing may read X-Forwarded-Proto before an untrusted one is dropped.
     "conduit.proxy.ForwardedFromTrustedProxies",
     # Times everything below it, by the view the URL resolved to (docs/metrics.md).
@@ -448,17 +452,10 @@ if PRODUCTION:
 
 # ---------------------------------------------------------------- logging
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("CONDUIT_LOG_LEVEL", "INFO")},
-    "loggers": {
-        # Django's default config gives its own logger a console handler under DEBUG;
-        # with ours on the root every 4xx ("Not Found: /x") was printed twice. Naming
-        # the logger here replaces its handlers, so records reach the root once.
-        "django": {"handlers": [], "level": "INFO", "propagate": True},
-        # django-axes logs every sign-in at INFO; failures and lockouts are WARNINGs.
-        "axes": {"level": "WARNING"},
-    },
-}
+# text (the default, make run's): the message alone; json: one JSON object a line with
+# the request ID and the call's fields (conduit/logs.py, docs/logging.md). gunicorn's
+# own lines follow the same variable (deploy/gunicorn.conf.py's logger_class).
+LOG_FORMAT = env_str("CONDUIT_LOG_FORMAT", "text").strip()
+if LOG_FORMAT not in FORMATS:
+    raise ImproperlyConfigured(f"CONDUIT_LOG_FORMAT must be text or json, got {LOG_FORMAT!r}")
+LOGGING = logging_config(LOG_FORMAT, env_str("CONDUIT_LOG_LEVEL", "INFO"))

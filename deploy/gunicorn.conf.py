@@ -27,6 +27,9 @@ graceful_timeout = 30
 # setting, CONDUIT_TRUSTED_PROXIES (docs/deploy.md), not gunicorn's forwarded_allow_ips.
 # One line per request on stdout (the journal under systemd).
 accesslog = "-"
+# JSON lines with CONDUIT_LOG_FORMAT=json, as the console's own (docs/logging.md); text
+# otherwise, gunicorn's usual lines.
+logger_class = "conduit.logs.GunicornLogger"
 # gunicorn's control socket (a per-user unix socket in ~/.gunicorn) is for interactive
 # use; two hosts on one machine would share it.
 control_socket_disable = True

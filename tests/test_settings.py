@@ -521,3 +521,10 @@ def test_a_relative_sqlite_override_stops_startup(tmp_path):
     result = load_settings(tmp_path, STORAGE_DATABASE_OVERRIDE="sqlite://relative.sqlite3")
     assert result.returncode != 0
     assert "STORAGE_DATABASE_OVERRIDE must name an absolute SQLite path" in result.stderr
+
+
+def test_an_unknown_log_format_is_refused(tmp_path):
+    result = load_settings(tmp_path, CONDUIT_LOG_FORMAT="xml")
+
+    assert result.returncode != 0
+    assert "CONDUIT_LOG_FORMAT must be text or json, got 'xml'" in result.stderr
