@@ -80,7 +80,9 @@ def observed[**P, R](
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
             action = name if isinstance(name, str) else name(kwargs)
             start = time.perf_counter()
-            detail = ""
+            # Until the call ends otherwise: a BaseException (SystemExit from a worker
+            # stopped mid-action) passes the except below and still gets its line.
+            label, detail = "error", ""
             try:
                 result = fn(*args, **kwargs)
             except Exception as exc:
