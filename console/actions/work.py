@@ -262,6 +262,18 @@ def read_job(tx: Tx, token: str) -> BulkJob | None:
     return BulkJob(Action(head["action"]), head["username"], head["reason"], tuple(ids))
 
 
+def stalled_jobs(tx: Tx) -> list[str]:
+    """The tokens of the stored bulk plans whose run stopped: no progress, or progress
+    no host has rewritten for ``STALLED_AFTER`` (``resume_bulk_actions``)."""
+    tokens = [key for key, _ in tx.kv_list(JOB_NAMESPACE) if "." not in key]
+    out = []
+    for token in tokens:
+        progress = read_progress(tx, token)
+        if progress is None or stalled(tx, progress):
+            out.append(token)
+    return out
+
+
 def _claim_job(token: str, job: BulkJob, tx: Tx) -> BulkJob:
     """The plan stored under ``token``, else ``job``, stored now."""
     stored = read_job(tx, token)

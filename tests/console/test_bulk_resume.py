@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 import storage
@@ -131,3 +133,24 @@ def test_a_plan_larger_than_one_kv_value_is_stored_in_chunks(alice):
     assert read(lambda tx: actions.read_job(tx, "t" * 20)) == job
     default_store().transact(Guard(), lambda tx: actions._end_job("t" * 20, tx))
     assert read(lambda tx: tx.kv_list(actions.JOB_NAMESPACE)) == []
+
+
+def test_resume_bulk_actions_carries_on_a_stalled_run_no_one_sent_again(interrupted):
+    token = interrupted["token"]
+    out = StringIO()
+    call_command("resume_bulk_actions", stdout=out)
+    assert "0 bulk action(s) resumed" in out.getvalue()  # its host wrote a moment ago
+    assert states() == {"cancelled": 25, "ready": 35}
+
+    progress = read(lambda tx: actions.read_progress(tx, token))
+    late = json.dumps([60, 25, 25, 0, progress.owner, progress.beat - 11 * 10**9]).encode()
+    default_store().transact(Guard(), lambda tx: tx.kv_put(actions.PROGRESS_NAMESPACE, token, late))
+    out = StringIO()
+    call_command("resume_bulk_actions", stdout=out)
+    assert "cancel by alice: 60 done, 0 skipped of 60" in out.getvalue()
+    assert states() == {"cancelled": 60}
+    assert manual_events_by_work() == {f"k{n:02d}": 1 for n in range(60)}
+    assert read(lambda tx: actions.read_job(tx, token)) is None
+    out = StringIO()
+    call_command("resume_bulk_actions", stdout=out)
+    assert "0 bulk action(s) resumed" in out.getvalue()
