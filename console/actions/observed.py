@@ -73,7 +73,7 @@ def observed[**P, R](
     name: str | Callable[[Mapping[str, Any]], str],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """``name``: the action's label, or a function of the call's keyword arguments
-    (a bulk action is labelled by what it does: ``bulk_cancel``)."""
+    (a bulk action is labelled by what it does: ``bulk_cancel_work``)."""
 
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
@@ -126,13 +126,14 @@ def _line(action: str, result: str, kwargs: Mapping[str, Any], took: float, deta
     )
 
 
-def bulk_label(prefix: str, known: frozenset[str]) -> Callable[[Mapping[str, Any]], str]:
-    """A bulk action's label from its ``action`` argument; a value outside ``known``
-    (refused by the action itself) is ``<prefix>_unknown``, so the label stays bounded."""
+def bulk_label(what: str, known: frozenset[str]) -> Callable[[Mapping[str, Any]], str]:
+    """A bulk action's label from its ``action`` argument and what it acts on:
+    ``bulk_cancel_work``, ``bulk_pause_workflow``; a value outside ``known`` (refused
+    by the action itself) is ``bulk_unknown_<what>``, so the label stays bounded."""
 
     def label(kwargs: Mapping[str, Any]) -> str:
         raw = kwargs.get("action")
         value = str(getattr(raw, "value", raw))
-        return f"{prefix}_{value if value in known else 'unknown'}".replace("-", "_")
+        return f"bulk_{value if value in known else 'unknown'}_{what}".replace("-", "_")
 
     return label

@@ -54,7 +54,7 @@ class BulkControlSummary:
 Outcome = RoutedResult | tuple[str, str]
 
 
-@observed(bulk_label("bulk", frozenset(a.value for a in BULK_ACTIONS)))
+@observed(bulk_label("workflow", frozenset(a.value for a in BULK_ACTIONS)))
 def do_bulk_control(
     routed: RoutedStore,
     *,

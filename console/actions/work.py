@@ -138,7 +138,7 @@ def _do_single(
 # ---------------------------------------------------------------- bulk
 
 
-@observed(bulk_label("bulk", frozenset(a.value for a in Action)))
+@observed(bulk_label("work", frozenset(a.value for a in Action)))
 def do_bulk(
     store: Store,
     *,

@@ -155,7 +155,7 @@ def test_a_bulk_action_is_one_line_naming_its_targets(as_alice, logged):
     )
 
     [line] = [line for line in logged() if line["logger"] == "console.actions"]
-    assert line["action"] == "bulk_retry"
+    assert line["action"] == "bulk_retry_work"
     assert line["targets"] == ["x0", "x1", "x2"]
     assert line["result"] == "done"
 

@@ -16,7 +16,10 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from console.actions.common import new_token
+from console.actions.observed import bulk_label
+from console.actions.routed import RoutedAction
 from console.metrics.reads import OTHER, read_figures, top
+from storage.ops.manual import Action
 from tests.console import factories as f
 from tests.console import routedfactories as rtf
 from tests.console.conftest import DB
@@ -271,3 +274,12 @@ def test_workers_counters_are_summed_in_multiprocess_mode(tmp_path):
     key = ("conduit_operator_actions_total", (("action", "cancel_work"), ("result", "done")))
     assert samples[key] == 5
     assert ("conduit_work", (("state", "ready"),)) in samples  # the store's figures too
+
+
+def test_bulk_labels_name_what_they_act_on_and_stay_bounded():
+    work = bulk_label("work", frozenset({"cancel", "retry"}))
+    routed = bulk_label("workflow", frozenset({"pause", "resume", "cancel"}))
+
+    assert work({"action": Action.CANCEL}) == "bulk_cancel_work"
+    assert routed({"action": RoutedAction.CANCEL}) == "bulk_cancel_workflow"
+    assert work({"action": "drop tables"}) == "bulk_unknown_work"
