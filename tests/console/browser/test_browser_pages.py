@@ -123,6 +123,11 @@ PAGES = {
     "events": Visit("/events"),
     "event page": Visit(f"/events/ev-000-{UUID}"),
     "executions": Visit("/executions"),
+    "executions by lease expiry": Visit("/executions?sort=lease&expiring=1h"),
+    "attempt page": Visit(f"/attempts/{UUID}-x1"),
+    "key page": Visit(f"/keys?source=github.acme&id={UUID}"),
+    "operator page": Visit("/operators/alice"),
+    "events by actor": Visit("/events?mine=1&since=24h"),
     "timers": Visit("/timers"),
     "waits": Visit("/waits"),
     # A later page (after a cursor before every row): the pager with all its links.
