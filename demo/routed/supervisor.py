@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from storage import Conflict, StorageError, Store
+from storage.routed.anchoring import anchor_old_journals
 from storage.routed.enums import (
     AttemptStatus,
     DataClassification,
@@ -169,6 +170,16 @@ class Supervisor:
         if self.started:
             return
         self.started = True
+        # The first writer of this release: anchor the journals older writers left
+        # (once per deployment; nothing after it was recorded: storage.routed.anchoring).
+        anchored = anchor_old_journals(self.routed, self.state_root)
+        if anchored.anchored or anchored.refused:
+            log.info(
+                "routed: anchored %d old journal(s), refused %d: %s",
+                len(anchored.anchored),
+                len(anchored.refused),
+                anchored.refused,
+            )
         catalog.ensure_catalog(self.routed)
         self._scan()
         for workflow_id in sorted(self.live):

@@ -29,7 +29,9 @@ and the next append compare it with the events: a tail past the last event means
 events were removed from the end (``JournalInvalid``); a tail one behind is the one
 window a kill between the event and its tail leaves, accepted (the next append
 anchors again); no tail beside one event is that window for the first event. More
-events without a tail (its file removed) are ``JournalInvalid`` too.
+events without a tail (its file removed) are ``JournalInvalid`` too, and so are the
+journals written before the tail existed until they are anchored, once per deployment
+at the upgrade (``anchoring.py``).
 What the files alone cannot show is a rollback to an older, consistent copy (an old
 tail with the events before it): the progress tailer's stored ``last_sequence``
 catches that much (``verify.verify_run``).
@@ -302,6 +304,32 @@ class ControlJournal:
             raise JournalInvalid(
                 f"the tail anchor names event {tail}, {last - tail} behind the end"
             )
+        return last
+
+    def anchor_unanchored(self, ingested: int = 0) -> int | None:
+        """Anchor a journal written before the tail existed (record format 9): when it
+        has no tail, verify every event (names exactly 1..N, each HMAC) and anchor at
+        N, returned; None when a tail is already there (nothing written). N below
+        ``ingested`` (what the store's progress read from it) is ``JournalInvalid``:
+        its end was cut. Trusting a missing tail is right only for a journal no
+        anchoring writer ever touched: call it only through ``storage.routed.anchoring``,
+        which runs it once per deployment, before a format-9 runtime first writes."""
+        if self.anchored_sequence() is not None:
+            return None
+        sequences = self._sequences()
+        if sequences != list(range(1, len(sequences) + 1)):
+            missing = sorted(set(range(1, (sequences or [0])[-1] + 1)) - set(sequences))
+            raise JournalInvalid(f"events {missing[:5]} are missing from the journal")
+        for seq in sequences:
+            self.read_event(seq)
+        last = len(sequences)
+        if last < ingested:
+            raise JournalInvalid(
+                f"the journal holds {last} events but {ingested} were ingested: "
+                "events were removed from its end"
+            )
+        if last:
+            self._anchor(last)
         return last
 
     def last_sequence(self) -> int:

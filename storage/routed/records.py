@@ -547,3 +547,15 @@ class LimitAmendment:
     new_authority_generation: int = 0
     created_at: Nanos = 0
     schema_version: str = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class JournalAnchoring:
+    """The ``meta`` row ``journal_anchoring``: journals written before the tail anchor
+    (record format 9) were anchored once, at ``anchored_at`` (``storage.routed.anchoring``);
+    from then on a journal without its tail is never trusted."""
+
+    anchored_at: Nanos
+    journals_anchored: int
+    journals_refused: int
+    schema_version: str = SCHEMA_VERSION

@@ -5,11 +5,13 @@ one workflow at a time (``Supervisor.advance``) or a few ticks (``tick``)."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import pytest
 
 from demo.routed import catalog, worker
 from demo.routed.reading import RECOVERED
+from demo.routed.supervisor import Supervisor
 from storage.memory import MemoryStore
 from storage.routed.enums import (
     AttemptStatus,
@@ -20,10 +22,20 @@ from storage.routed.enums import (
     WorkflowStatus,
 )
 from storage.routed.envelope import consumed_ms
-from storage.routed.errors import LeaseFenced, SizeCapExceeded, SymlinkRejected
+from storage.routed.errors import JournalInvalid, LeaseFenced, SizeCapExceeded, SymlinkRejected
 from storage.routed.ids import LimitAmendmentID
+from storage.routed.journal import TAIL_FILE, open_control_journal
 from storage.routed.records import LimitAmendment
-from tests.demo.routed_support import admit, census, control, drive, request_for, supervisor
+from storage.routed.store import RoutedStore
+from tests.demo.routed_support import (
+    Clock,
+    admit,
+    census,
+    control,
+    drive,
+    request_for,
+    supervisor,
+)
 
 
 def running_attempt(sup, workflow_id):
@@ -335,3 +347,33 @@ def test_a_tight_ceiling_is_minutes_near_for_a_while_and_an_amendment_saves_it(t
     assert not near()
     drive(sup, clock, wf_id, lambda done: done == "succeeded", limit=300)
     assert sup.routed.get_workflow(wf_id).record.status is WorkflowStatus.SUCCEEDED
+
+
+def test_the_first_start_of_this_release_anchors_the_journals_an_older_runtime_left(tmp_path):
+    # The older runtime: its journals have no tail, and no anchoring is recorded.
+    store, clock = MemoryStore(), Clock()
+    routed = RoutedStore(store, clock=clock, monotonic=clock)
+    old = Supervisor(routed, tmp_path / "routed", seed=1, run=1, stats=Counter(), clock=clock)
+    catalog.ensure_catalog(routed)
+    old.started = True  # its start is the older release's: nothing anchored
+    wf_id = admit(old, request_for("succeed"))
+    drive(old, clock, wf_id, lambda done: done == "step")
+    held = running_attempt(old, wf_id)
+    journal_dir = tmp_path / "routed" / "runs" / held.run_id / "control" / held.attempt_id
+    (journal_dir / TAIL_FILE).unlink()
+
+    def events() -> int:
+        with open_control_journal(
+            tmp_path / "routed", held.run_id, held.attempt_id, create=False
+        ) as journal:
+            return len(journal.read())
+
+    with pytest.raises(JournalInvalid, match="no tail anchor"):
+        events()
+    assert routed.view(lambda r: r.journal_anchoring()) is None
+
+    again, _clock2 = supervisor(tmp_path, store=store, run=2)  # this release starts
+    assert events() > 1
+    recorded = again.routed.view(lambda r: r.journal_anchoring())
+    assert recorded is not None
+    assert recorded.journals_anchored == 1

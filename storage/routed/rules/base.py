@@ -24,7 +24,7 @@ from ..clock import MonotonicAxis, MonotonicMark
 from ..codec import check_record, check_schema, from_data, marshal_canonical
 from ..errors import AlreadyExists, CASConflict, InvalidArgument, RoutedNotFound
 from ..migrate import MigrationRegistry
-from ..records import Nanos, Stored
+from ..records import JournalAnchoring, Nanos, Stored
 from ..rows import COLUMN_LIMITS, Row, Rows
 from ..transitions import RESOURCE_OF, validate_transition
 
@@ -82,6 +82,8 @@ def check_text(name: str, text: str, limit: int = 255) -> None:
 
 # The monotonic axis's high-water mark (``storage.routed.clock``), in the meta table.
 MONOTONIC = Spec("meta", MonotonicMark, key=lambda _r: "monotonic")
+# Once the journals older than the tail anchor were anchored (``storage.routed.anchoring``).
+ANCHORING = Spec("meta", JournalAnchoring, key=lambda _r: "journal_anchoring")
 
 
 class RulesBase:

@@ -20,8 +20,14 @@ from ..enums import AttemptStatus, ResumeCapability
 from ..errors import InvalidArgument, JournalSequenceConflict, LeaseFenced, SizeCapExceeded
 from ..ids import AttemptID, LeaseID, RunID, check_id
 from ..paths import ARTIFACT_MAX_PER_FILE, ARTIFACT_MAX_TOTAL, check_relative_path
-from ..records import ArtifactMetadata, AttemptProgress, SemanticCheckpoint, Stored
-from .base import Spec, check_text
+from ..records import (
+    ArtifactMetadata,
+    AttemptProgress,
+    JournalAnchoring,
+    SemanticCheckpoint,
+    Stored,
+)
+from .base import ANCHORING, Spec, check_text
 from .runs import RunRules
 from .specs import ATTEMPT
 
@@ -134,6 +140,16 @@ class ProgressRules(RunRules):
                 resume_capability=capability,
             )
         return self._put_progress(current, progress)
+
+    def journal_anchoring(self) -> JournalAnchoring | None:
+        """When the journals older than the tail anchor were anchored; None: not yet."""
+        found = self._read(ANCHORING, "journal_anchoring")
+        return None if found is None else found.record
+
+    def record_journal_anchoring(self, anchored: int, refused: int) -> JournalAnchoring:
+        """Record, once, that the old journals were anchored (``AlreadyExists`` when
+        it was recorded before: anchoring never runs twice)."""
+        return self._create(ANCHORING, JournalAnchoring(self.now, anchored, refused)).record
 
     def mark_progress_invalid(self, attempt_id: AttemptID, reason: str) -> AttemptProgress:
         """The first journal error of an attempt: progress frozen with the reason,
