@@ -57,7 +57,10 @@ def writers_lock_holders() -> int:
     with connections["view"].cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s",
+            " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s"
+            # pg_locks is the cluster's: another test database (an xdist worker's) may
+            # hold its own writers' lock meanwhile.
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [WRITERS_LOCK],
         )
         count: int = cursor.fetchone()[0]

@@ -177,7 +177,8 @@ def test_a_conflict_in_the_committing_text_commits_nothing_and_releases_the_lock
     with connections["view"].cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s",
+            " AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = %s"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [WRITERS_LOCK],
         )
         assert cursor.fetchone()[0] == 0, "the writers' lock outlived the failed text"

@@ -108,7 +108,8 @@ def test_a_session_whose_connection_was_cut_refuses_to_save() -> None:
     with connections["default"].cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
-            "AND objsubid = 2 AND classid::bigint = %s AND objid::bigint = %s",
+            "AND objsubid = 2 AND classid::bigint = %s AND objid::bigint = %s "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [classid & 0xFFFFFFFF, objid & 0xFFFFFFFF],
         )
         assert cursor.fetchone() == (True,)
