@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support import engine_neutral, template_db
+
 # Tests that prove one engine's mechanism carry its marker; on the other engine they are
 # deselected (reported in the header and the summary), never skipped: the guarantee
 # they prove belongs to that engine alone.
@@ -29,7 +31,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     return "database: SQLite (set DATABASE_URL for PostgreSQL); postgres_only tests are deselected"
 
 
+# tryfirst: the marks must be on the items before pytest's own -m deselection reads them.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    engine_neutral.mark(items)
     engine = _engine()
     other = {marker for name, marker in ENGINE_MARKERS.items() if name != engine}
     keep, drop = [], []
@@ -41,12 +46,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> None:
+    """No suffix on the test database names. pytest-django would add the xdist worker's
+    (test_conduit_<pid>.sqlite3_gw0), but the names are per process already
+    (conduit.settings; tests/settings.py for xdist workers), and the processes the
+    tests start find the database by the name conduit.settings exported."""
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: object) -> Iterator[None]:
     """pytest-django's database setup, plus: close every alias's connection pool before
     the test database is dropped. Django closes only the default alias's pool; the
-    "view" mirror's pooled sessions would keep PostgreSQL from dropping the database."""
-    yield
+    "view" mirror's pooled sessions would keep PostgreSQL from dropping the database.
+
+    And: a transactional test ends with the migrated database copied back from a template
+    (tests/support/template_db.py), not with Django's flush of every table."""
     from django.db import connections
+    from django.test import TransactionTestCase
+
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        template = template_db.capture(connections["default"])
+    flush = TransactionTestCase._fixture_teardown
+
+    def _fixture_teardown(case: TransactionTestCase) -> None:
+        if case.available_apps is not None or case.serialized_rollback:
+            flush(case)  # Django's own cases for these; the suite uses neither
+            return
+        for alias in case._databases_names(include_mirrors=False):
+            template_db.restore(connections[alias], template)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", _fixture_teardown)
+        yield
+    template.close()
 
     for conn in connections.all():
         conn.close()
@@ -118,3 +150,10 @@ def browser() -> Iterator[object]:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield chromium
         chromium.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # scripts/test-engines.sh (make test) prints this line in its verdict per engine.
+    stats = terminalreporter.stats
+    ran = sum(len(stats.get(k, [])) for k in ("passed", "failed", "xfailed", "xpassed"))
+    terminalreporter.write_line(f"engine {_engine()}: {ran} tests ran")
