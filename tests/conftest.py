@@ -132,26 +132,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         path.unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    """Debian's Chromium, launched once per test process (xdist worker), for every
-    browser test: the console's (tests/console/browser/) and the deploy suite's.
-    Playwright's sync API allows one running instance per thread, so there is one."""
-    from tests.console.browser.support import ARGS, CHROMIUM
-
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: apt-get install -y chromium "
-            "(or deselect these tests locally with -m 'not browser')"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # scripts/test-engines.sh (make test) prints this line in its verdict per engine.
     stats = terminalreporter.stats

@@ -169,6 +169,8 @@ def test_a_pause_after_cancel_is_superseded_and_says_so():
         ("nul \x00 here", new_token(), "reason"),
         ("ok", "short", "token"),
     ],
+    # Named: a generated token in the ID would differ between xdist workers' collections.
+    ids=["empty-reason", "long-reason", "nul-in-reason", "short-token"],
 )
 def test_it_refuses_bad_input_before_writing(reason, token, match):
     admission, _ = rc.running()

@@ -1,6 +1,6 @@
 """The deploy suite: the topology of docs/deploy.md stood up once per session
 (``topology.py``), and pages in fresh contexts of the session's one Chromium
-(``browser``, tests/conftest.py).
+(``browser`` below, tests/support/browser.py).
 
 It needs PostgreSQL's server binaries, nginx, openssl and Debian's Chromium; ``make
 test`` runs it in its PostgreSQL pass (the topology starts a cluster of its own, so a
@@ -17,12 +17,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.deploy.topology import OPERATOR, Topology, missing_tools
+from tests.support.browser import chromium
 
 TIMEOUT = 20_000  # ms
-
-# Playwright's sync API runs an event loop in this thread; nothing here touches Django's
-# database, but pytest-django's own fixtures refuse inside a loop without this.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,6 +27,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.deploy)
+            item.add_marker(pytest.mark.xdist_group("deploy"))  # one topology, one worker
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[object]:
+    """Debian's Chromium for the deploy suite's pages, launched once for the package
+    (it sets DJANGO_ALLOW_ASYNC_UNSAFE while it runs: pytest-django's own fixtures
+    refuse inside Playwright's event loop without it)."""
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="session")

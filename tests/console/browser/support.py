@@ -1,18 +1,10 @@
 """What the browser tests share besides fixtures: where Chromium is, how it starts, how
 long a step may take, and signing in as alice (the conftest's persona)."""
 
-from pathlib import Path
+from tests.support.browser import ARGS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+__all__ = ["ARGS", "CHROMIUM", "TIMEOUT", "sign_in"]
+
 TIMEOUT = 15_000  # ms
 
 
