@@ -17,7 +17,7 @@ help:
 	@echo "make run    migrate, create the dev operator, serve on http://127.0.0.1:8000/"
 	@echo "            (logs in data/logs/; make run V=1 keeps them on the terminal)"
 	@echo "make test   ruff, ruff format --check, mypy, manage.py check,"
-	@echo "            makemigrations --check, pytest on SQLite, then again on a"
+	@echo "            makemigrations --check, then pytest on SQLite and, beside it, on a"
 	@echo "            throwaway PostgreSQL cluster when its binaries are installed"
 	@echo "make lint   ruff and mypy only      make fmt   format and autofix"
 	@echo "make clean  remove .venv, caches and staticfiles (keeps data/)"
@@ -50,11 +50,25 @@ chromium:
 		exit 1; \
 	fi
 
-# The whole suite runs twice: on SQLite, then on PostgreSQL in a throwaway cluster
-# (scripts/pg-throwaway.sh) when the server binaries are installed. Tests that prove one
+# The whole suite runs twice: on SQLite, and on PostgreSQL in a throwaway cluster
+# (scripts/pg-throwaway.sh) when the server binaries are installed. The two run side by
+# side as two jobs (scripts/test-engines.sh), each with its own databases and log; make
+# test fails if either fails, naming the engine and its failures. Tests that prove one
 # engine's own mechanism are marked sqlite_only or postgres_only and deselected on the
-# other engine; everything else (the shared contract cases, the negative controls, the
-# multi-process tests, the console) must pass on both.
+# other engine; tests that touch no engine at all (engine_neutral, marked at collection
+# by tests/support/engine_neutral.py) and the deploy suite (its topology needs
+# PostgreSQL) run once; everything else (the shared contract cases, the negative
+# controls, the multi-process tests, the console) must pass on both.
+#
+# TEST_WORKERS: pytest-xdist's -n for each engine's job (0: one pytest process each).
+# 0, measured: with both engines' jobs side by side on this 2-core machine, 633 tests
+# (storage/orm, run_records, console Work list/cancel/bulk, two browser modules, the
+# multi-process simulators, settings) took 240 s with one process per engine and 355 s
+# with -n 2 each (load ~9 from other work both times): the two jobs already fill both
+# cores, and each worker pays its own collection (15-50 s), migrate and template. On a
+# machine with more cores, TEST_WORKERS=N make test (every worker has its own test
+# database and template; the browser tests stay on one worker: --dist loadgroup).
+TEST_WORKERS ?= 0
 test: venv chromium
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -78,24 +92,9 @@ test: venv chromium
 		echo "WARNING: nginx, openssl or chromium is missing: SKIPPING the deploy suite (-m 'not deploy')."; \
 		deploy=" and not deploy"; \
 	fi; \
-	echo "== SQLite: $(VENV)/bin/pytest -m 'not postgres_only and not deploy$$browser'"; \
-	echo "   (the deploy suite runs once, in the PostgreSQL pass: its topology needs PostgreSQL)"; \
-	$(VENV)/bin/pytest -m "not postgres_only and not deploy$$browser"; \
-	if bin=$$(bash scripts/pg-throwaway.sh bindir); then \
-		echo "== PostgreSQL ($$bin): a throwaway cluster, then pytest -m 'not sqlite_only$$browser$$deploy'"; \
-		echo "   (sqlite_only tests prove SQLite's own WAL, PRAGMA and file mechanisms)"; \
-		bash scripts/pg-throwaway.sh run bash -c \
-			'$(PY) manage.py migrate --noinput -v 0 && \
-			 $(PY) manage.py makemigrations --check --dry-run && \
-			 $(VENV)/bin/pytest -m "not sqlite_only$$0"' "$$browser$$deploy"; \
-	elif [[ "$${CI:-}" == "true" ]]; then \
-		echo "error: no PostgreSQL server binaries and CI=true: the PostgreSQL suite must run." >&2; \
-		echo "Install them with: apt-get install -y postgresql (.ci/run does)" >&2; \
-		exit 1; \
-	else \
-		echo "WARNING: no PostgreSQL server binaries (initdb, pg_ctl): the PostgreSQL suite"; \
-		echo "WARNING: did NOT run. Install them with: sudo apt-get install -y postgresql"; \
-	fi
+	TEST_WORKERS=$(TEST_WORKERS) bash scripts/test-engines.sh \
+		--sqlite "not postgres_only and not deploy$$browser" \
+		--postgresql "not sqlite_only and not engine_neutral$$browser$$deploy"
 
 # V=1 keeps the simulator's and gunicorn's logs on the terminal.
 run: $(RUN_STAMP)

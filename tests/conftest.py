@@ -5,8 +5,18 @@ start) are tests/settings.py, which pytest-django loads before any conftest.py.
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.support import engine_neutral, template_db
+
+# Hypothesis' wall-clock limits (a 200 ms deadline per example, "input generation is
+# slow") measure the machine, not the code: make test runs two engines' suites at once,
+# over xdist workers, on 2 cores. The same examples are drawn and checked without them.
+hypothesis_settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("suite")
 
 # Tests that prove one engine's mechanism carry its marker; on the other engine they are
 # deselected (reported in the header and the summary), never skipped: the guarantee
