@@ -8,7 +8,7 @@ A test is engine-neutral when nothing it runs can reach the configured database:
   used the engine unnoticed); the in-memory half of a contract case parametrised over
   backends qualifies, its ORM half (marked ``django_db``) does not;
 - no mark of an engine's or another process's (sqlite_only, postgres_only, multiprocess,
-  browser);
+  browser, deploy);
 - and no other way in: none of the words below in the source of its module, of the
   modules that define its fixtures, or of the test-support modules those import (a
   child process on the configured database, a raw driver connection, Django's
@@ -36,7 +36,7 @@ import pytest
 MARK = "engine_neutral"
 TESTS = Path(__file__).resolve().parents[1]
 
-DB_MARKS = ("django_db", "sqlite_only", "postgres_only", "multiprocess", "browser")
+DB_MARKS = ("django_db", "sqlite_only", "postgres_only", "multiprocess", "browser", "deploy")
 DB_FIXTURES = frozenset(
     {
         "db",
