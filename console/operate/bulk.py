@@ -63,7 +63,7 @@ def _promise(data: QueryDict) -> tuple[list[str], int] | None:
     """The confirmed run's eligible Work IDs and the time they were read (``promised``
     and ``seen``), or None for a form without them (made before they were carried);
     FilterError when malformed."""
-    raw, seen = data.get("promised"), data.get("seen", "")
+    raw = data.get("promised")
     if raw is None:
         return None
     try:
@@ -74,18 +74,25 @@ def _promise(data: QueryDict) -> tuple[list[str], int] | None:
         raise FilterError({"promised": "The confirmed Works are malformed."})
     if len(ids) > BULK_CAP:
         raise FilterError({"promised": f"A run confirms at most {BULK_CAP} Works."})
+    return list(dict.fromkeys(ids)), _seen(data)
+
+
+def _seen(data: QueryDict) -> int:
+    """The confirmation's time (``seen``); FilterError when malformed or missing."""
+    seen = data.get("seen", "")
     if not (seen.isascii() and seen.isdigit()) or int(seen) > MAX_KEY_TIME:
         raise FilterError({"seen": "The confirmation's time is malformed."})
-    return list(dict.fromkeys(ids)), int(seen)
+    return int(seen)
 
 
-def _gone(sweep: Sweep, promise: tuple[list[str], int] | None) -> list[Gone]:
-    """What the confirmation promised that the re-read no longer finds under the
-    filter (neither eligible nor refused inside the run's range)."""
+def _gone(found: set[str], promise: tuple[list[str], int] | None) -> list[Gone]:
+    """What the confirmation promised that the re-read before acting no longer found
+    qualifying (``found``: the IDs it still found: for "all matching", eligible or
+    refused inside the run's range; for "selected", eligible), each with its state now,
+    when it changed and who changed it (``read_gone``). Both targets share it."""
     if promise is None:
         return []
     ids, seen = promise
-    found = {w.id for w in sweep.eligible} | {work_id for work_id, _, _ in sweep.excluded}
     return read_gone([i for i in ids if i not in found], seen)
 
 
@@ -190,7 +197,8 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         # action does not touch it, so it is what is left.
         summary = _do(request, act, ids, form, progress=True)
         # Read after acting: what changed before this action's own Events.
-        gone = _gone(sweep, promise)
+        found = {w.id for w in sweep.eligible} | {work_id for work_id, _, _ in sweep.excluded}
+        gone = _gone(found, promise)
         accounted = Accounted(promise[0] if promise else None, unconfirmed, gone)
         return _summary(request, summary, f, sweep=sweep, accounted=accounted)
     selected = _selected_ids(request.POST)
@@ -198,7 +206,19 @@ def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
         return _confirm_selected(request, act, selected, f)
     if not form.is_valid():
         return _page(request, form, f, plan=read_bulk_plan(act, selected), status=400)
-    return _summary(request, _do(request, act, selected, form, progress=True), f)
+    if "seen" not in request.POST:  # a form made before the selection carried its time
+        return _summary(request, _do(request, act, selected, form, progress=True), f)
+    try:
+        promise = selected, _seen(request.POST)
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid request", str(exc))
+    # The selection's ``works`` are what the confirmation promised (its eligible
+    # rows). Re-read as "all matching" re-reads its range: what no longer qualifies
+    # is left alone and reported with who changed it and when, not skipped.
+    eligible = [w.id for w in read_bulk_plan(act, selected).eligible]
+    summary = _do(request, act, eligible, form, progress=True)
+    gone = _gone(set(eligible), promise)  # read after acting, as for "all matching"
+    return _summary(request, summary, f, accounted=Accounted(selected, [], gone))
 
 
 def _do(
@@ -297,7 +317,7 @@ def _page(
         "chips": f.chips(),
         "works_json": json.dumps([w.id for w in plan.eligible]) if plan else "",
         "promised_json": json.dumps([w.id for w in sweep.eligible]) if sweep else "",
-        "seen": sweep.now if sweep else 0,
+        "seen": chosen.now,
         "back": reverse("home") + f.querystring(),
         "narrower": narrowings(sweep) if sweep and sweep.over_cap else [],
     }
@@ -338,6 +358,7 @@ def _summary(
         if accounted and accounted.promised is not None
         else None,
         "gone": gone,
+        "gone_label": "no longer matching" if sweep else "no longer eligible",
         "now": time.time_ns(),
         "summary": summary,
         "sweep": sweep,

@@ -10,7 +10,7 @@ import storage
 from console.actions import work as actions
 from console.actions.common import new_token
 from console.actions.work import do_bulk
-from storage import WorkState
+from storage import WorkState, from_ns
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, Action
 from tests.console import factories as f
@@ -309,3 +309,41 @@ def test_bulk_text_says_cancelled_and_retried(as_alice, mixed):
     assert "Nothing here can be retried." in text
     assert "retryed" not in text + retry + result
     assert "canceled" not in cancel
+
+
+def test_a_selection_accounts_for_work_changed_after_the_confirmation(as_alice):
+    """Issue 34: a selection's Work that another operator cancelled between confirm and
+    apply was only skipped with a reason; like "all matching", the result says it no
+    longer qualifies, its state now, when it changed and who changed it."""
+    for n in range(3):
+        f.exhausted(f"sel-{n}")
+    html = as_alice.post(
+        "/actions/bulk/review", {"do": "cancel-selected", "work": ["sel-0", "sel-1", "sel-2"]}
+    ).content.decode()
+    assert "Cancel 3 Work" in html
+    fields = {
+        **confirmed(html),
+        "works": html_unescape(hidden(html, "works")[0]),
+        "seen": hidden(html, "seen")[0],
+        "reason": "bad deploy",
+    }
+    actions.do_cancel_work(
+        default_store(), username="bob", work_id="sel-1", reason="mine", token=new_token()
+    )
+    changed = read(lambda tx: tx.work("sel-1")).updated_at
+
+    response = as_alice.post("/actions/bulk", fields)
+
+    result = response.content.decode()
+    assert response.status_code == 200
+    assert "Cancel: 2 done, 0 skipped, 1 no longer eligible" in result
+    assert "The confirmation promised <strong>3</strong> Work" in result
+    gone = result.split('id="gone"')[1].split("</section>")[0]
+    rows = re.findall(r"<tr><td>.*?</tr>", gone, re.S)
+    assert len(rows) == 1
+    assert 'href="/works/sel-1"' in rows[0]
+    assert "cancelled" in rows[0]
+    assert "operator:bob" in rows[0]
+    assert f'<time datetime="{from_ns(changed).isoformat()}"' in rows[0]  # when
+    states = read(lambda tx: {w.id: w.state for w in tx.works()})
+    assert all(s is WorkState.CANCELLED for s in states.values())
