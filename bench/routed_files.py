@@ -79,7 +79,10 @@ def measure(appends: int, accepts: int, reps: int) -> dict[str, Any]:
             dep.generation,
         ).receipt
         attempt = AttemptRecord(AttemptID.new(), receipt.run_id, receipt.workflow_id, 1)
-        return routed.create_attempt(attempt).record
+        created = routed.create_attempt(attempt)
+        # Artifacts are accepted only from an attempt running under a lease the store
+        # minted (a fenced writer's are refused), so the attempt is claimed as a worker's.
+        return routed.claim_attempt(attempt.attempt_id, created.generation, LEASE_MS).record
 
     payloads = {
         "small": json.dumps({"heartbeat": {"phase": "x" * 160}}),
