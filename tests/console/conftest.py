@@ -20,7 +20,8 @@ DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
 @pytest.fixture(autouse=True)
 def fresh_store(settings, tmp_path) -> Iterator[None]:
-    """A store opened over this test's (flushed) database and artifacts in tmp_path."""
+    """A store opened over this test's database (the migrated template's copy) and
+    artifacts in tmp_path."""
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
     settings.ROUTED_STATE_DIR = tmp_path / "routed"
     reset_defaults()
@@ -33,10 +34,10 @@ def alice(django_user_model):
     """An operator of Work: member of the "operators" group, which holds the Work
     permission (``console.work_control``), not a superuser. Routed authority is given
     per test, as a test needs it."""
-    # Flushing between transactional tests removes the migration's group and its
-    # grants: recreate the group with the Work permission.
+    # The migrations give "operators" the Work and the routed grants (each test starts
+    # from the migrated database, tests/support/template_db.py): exactly the Work one.
     group, _ = Group.objects.get_or_create(name="operators")
-    group.permissions.add(Permission.objects.get(codename=WORK_CONTROL.split(".", 1)[1]))
+    group.permissions.set([Permission.objects.get(codename=WORK_CONTROL.split(".", 1)[1])])
     user = django_user_model.objects.create_user(username="alice", password="password")
     user.groups.add(group)
     return user
