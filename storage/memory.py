@@ -304,10 +304,12 @@ class MemoryTx(BaseTx):
         return len(self._overdue_timers(at, scope_ids, 0))
 
     def _query_timers(self, query: TimerQuery) -> list[Timer]:
-        return pages.select_timers(query, self._list("timer"))
+        scope_of = self._scope_of() if query.scope_ids is not None else {}
+        return pages.select_timers(query, self._list("timer"), scope_of)
 
     def _count_timers(self, query: TimerQuery) -> int:
-        return pages.count_timers(query, self._list("timer"))
+        scope_of = self._scope_of() if query.scope_ids is not None else {}
+        return pages.count_timers(query, self._list("timer"), scope_of)
 
     def _query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
         return pages.select_waits(query, self._list("wait", live=True))

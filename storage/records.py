@@ -487,13 +487,16 @@ class TimerQuery:
     keeps the rows strictly after that key and returns the first ``limit``;
     ``before`` keeps the rows strictly before it and returns the last ``limit`` (the
     page before a page), still in ascending order; at most one of them. ``limit`` 0
-    means no limit.
+    means no limit. ``scope_ids``: only Timers whose Work is in one of these Scopes
+    ("" for Work without a Scope and for a Timer serving no Work), as the dashboards'
+    ``overdue_timers`` selects them (None: every Timer; empty: none).
     """
 
     due_by: Nanos | None = None
     after: TimerKey | None = None
     before: TimerKey | None = None
     limit: int = 0
+    scope_ids: frozenset[str] | None = None
 
     @staticmethod
     def key_of(timer: Timer) -> TimerKey:

@@ -145,18 +145,25 @@ def parse_wait_filter(data: QueryDict) -> WaitFilter:
     return WaitFilter(older if older_ns else "", older_ns, size)
 
 
+MAX_SCOPE_BYTES = 255  # the storage rule for an ID (storage.tx.fields.ID_MAX_BYTES)
+
+
 @dataclass(frozen=True, slots=True)
 class TimerFilter:
     """The Timers page's URL: ``due=1`` (Timers past their fire time), ``overdue=1``
     (past it by more than the grace, ``console.overdue``: what the dashboards count;
-    it wins over ``due``) and ``size``."""
+    it wins over ``due``), ``scope`` (the Timers of Work in that Scope and its
+    descendants, as a Scope dashboard counts them: a Timer's Scope is its Work's) and
+    ``size``."""
 
     due: bool = False
     size: int = DEFAULT_PAGE_SIZE
     overdue: bool = False
+    scope: str = ""
 
     def params(self) -> list[tuple[str, str]]:
         out = [("overdue", "1")] if self.overdue else [("due", "1")] if self.due else []
+        out += [("scope", self.scope)] if self.scope else []
         return out + ([("size", str(self.size))] if self.size != DEFAULT_PAGE_SIZE else [])
 
     def querystring(self, extra: Iterable[tuple[str, str]] = ()) -> str:
@@ -170,7 +177,11 @@ def parse_timer_filter(data: QueryDict) -> TimerFilter:
         errors["due"] = f"due is 1 (due and overdue Timers only) or 0 (all), not {due!r}."
     if overdue not in ("", "0", "1"):
         errors["overdue"] = f"overdue is 1 (overdue Timers only) or 0 (all), not {overdue!r}."
+    # Taken as it is, spaces too: any Scope ID the store accepts (255 bytes, no NUL).
+    scope = data.get("scope", "")
+    if "\x00" in scope or len(scope.encode("utf-8", "replace")) > MAX_SCOPE_BYTES:
+        errors["scope"] = f"scope is a Scope ID (at most {MAX_SCOPE_BYTES} bytes, no NUL)."
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)
-    return TimerFilter(due == "1" and overdue != "1", size, overdue == "1")
+    return TimerFilter(due == "1" and overdue != "1", size, overdue == "1", scope)

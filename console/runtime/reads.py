@@ -226,12 +226,16 @@ def read_timer_page(
 ) -> KeysetPage[Timer] | None:
     """A page of Timers by fire time, earliest (most overdue) first, ties by ID; with
     ``due``, only those due by the View's time; with ``overdue``, only those late by
-    more than the grace (``console.overdue``). Queries: the page (1, or 2 when a page
-    back reaches the start) and the selection's count (1, an index count)."""
+    more than the grace (``console.overdue``); with ``scope``, only those of Work in
+    that Scope's subtree (``console.scopes.subtree``, as the Scope dashboard counts
+    them; a Scope that does not exist selects none). Queries: the page (1, or 2 when a
+    page back reaches the start), the selection's count (1, an index count) and with
+    ``scope`` the Scopes (1)."""
 
     def build(tx: Tx, stamp: str) -> KeysetPage[Timer]:
         due_by = overdue_by(tx.now) if f.overdue else tx.now if f.due else None
-        base = TimerQuery(due_by=due_by)
+        scope_ids = subtree(tx.scopes(), f.scope).ids if f.scope else None
+        base = TimerQuery(due_by=due_by, scope_ids=scope_ids)
 
         def read(after: Any, before: Any, limit: int) -> list[Timer]:
             q = replace(base, after=_timer_key(after), before=_timer_key(before), limit=limit)

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.http import HttpResponse
+from django.urls import reverse
 
 from console.errors import error_page
 from console.http import HtmxHttpRequest, page, render_region
@@ -126,6 +127,13 @@ def timers(request: HtmxHttpRequest) -> HttpResponse:
         return unchanged()
     context = {"page": listing, "filter": f, "sizes": PAGE_SIZES, **_pager(f, listing)}
     context |= {"grace": grace_seconds(), "overdue_at": overdue_by(listing.now)}
+    tab = reverse("timers")  # the tabs keep the Scope and the page size
+    context["tabs"] = {
+        "all": tab + replace(f, due=False, overdue=False).querystring(),
+        "due": tab + replace(f, due=True, overdue=False).querystring(),
+        "overdue": tab + replace(f, due=False, overdue=True).querystring(),
+        "unscoped": tab + replace(f, scope="").querystring(),
+    }
     return render_region(request, "console/timers.html", "live", context)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
+from console.runtime.filters import TimerFilter
 from console.works.filters import WorkFilter
 from storage import WorkOrder, WorkState
 
@@ -21,6 +22,14 @@ def _works(**fields: object) -> Callable[[str], str]:
     def url(within: str) -> str:
         f = WorkFilter(**{"within": within, **fields})  # type: ignore[arg-type]
         return reverse("home") + f.querystring()
+
+    return url
+
+
+def _timers(**fields: bool) -> Callable[[str], str]:
+    # The Timers page takes a Scope tree as ``scope`` (a Timer's Scope is its Work's).
+    def url(within: str) -> str:
+        return reverse("timers") + TimerFilter(scope=within, **fields).querystring()
 
     return url
 
@@ -86,7 +95,7 @@ PRESETS: tuple[Preset, ...] = (
         "timers-overdue",
         "Timers overdue",
         "Timers late by more than the grace (CONSOLE_OVERDUE_GRACE_SECONDS, 30 s unless set)",
-        _page("timers", "?overdue=1"),
+        _timers(overdue=True),
     ),
 )
 BY_KEY = {p.key: p for p in PRESETS}

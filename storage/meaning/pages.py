@@ -14,7 +14,7 @@ one read too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import Invalid
 from ..records import ActiveWaitQuery, Nanos, Timer, TimerKey, TimerQuery, Wait, WaitKey
@@ -57,6 +57,11 @@ def check_timer_query(query: TimerQuery) -> None:
     if not isinstance(query, TimerQuery):
         raise Invalid(f"query_timers takes a TimerQuery, not {type(query).__name__}")
     _check_page(query, "due_by", TimerKey, "fire_at")
+    scopes = query.scope_ids
+    if scopes is not None and (
+        not isinstance(scopes, frozenset) or not all(isinstance(s, str) for s in scopes)
+    ):
+        raise Invalid("TimerQuery.scope_ids takes a frozenset of Scope IDs or None")
 
 
 def check_wait_query(query: ActiveWaitQuery) -> None:
@@ -96,15 +101,27 @@ def _key(key: TimerKey | WaitKey | None) -> tuple[Nanos, str] | None:
     return (key.fire_at if isinstance(key, TimerKey) else key.created_at, key.id)
 
 
-def select_timers(query: TimerQuery, timers: Sequence[Timer]) -> list[Timer]:
+def _in_scopes(query: TimerQuery, timer: Timer, scope_of: Mapping[str, str]) -> bool:
+    """Whether ``timer``'s Work (``scope_of``: Work ID -> Scope ID) is in the query's
+    Scopes: a Timer's Scope is its Work's, "" without one."""
+    return query.scope_ids is None or scope_of.get(timer.work_id, "") in query.scope_ids
+
+
+def select_timers(
+    query: TimerQuery, timers: Sequence[Timer], scope_of: Mapping[str, str]
+) -> list[Timer]:
     """The page of ``timers`` (the live ones) ``query`` selects."""
-    rows = (((t.fire_at, t.id), t) for t in timers)
+    rows = (((t.fire_at, t.id), t) for t in timers if _in_scopes(query, t, scope_of))
     return _page(rows, query.due_by, _key(query.after), _key(query.before), query.limit)
 
 
-def count_timers(query: TimerQuery, timers: Sequence[Timer]) -> int:
-    """How many ``timers`` the query's bound selects (cursor and limit aside)."""
-    return sum(1 for t in timers if query.due_by is None or t.fire_at <= query.due_by)
+def count_timers(query: TimerQuery, timers: Sequence[Timer], scope_of: Mapping[str, str]) -> int:
+    """How many ``timers`` the query's bound and Scopes select (cursor and limit aside)."""
+    return sum(
+        1
+        for t in timers
+        if (query.due_by is None or t.fire_at <= query.due_by) and _in_scopes(query, t, scope_of)
+    )
 
 
 def select_waits(query: ActiveWaitQuery, waits: Sequence[Wait]) -> list[Wait]:

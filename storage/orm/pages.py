@@ -15,7 +15,7 @@ from typing import Any
 from .. import codec
 from ..records import ActiveWaitQuery, Nanos, Timer, TimerQuery, Wait
 from . import schema
-from .reads import OrmReads
+from .reads import TIMER_SCOPE, OrmReads
 
 
 class OrmPages(OrmReads):
@@ -60,6 +60,12 @@ class OrmPages(OrmReads):
         if query.due_by is not None:
             where.append("t.fire_ns <= %s")
             params.append(query.due_by)
+        if query.scope_ids is not None:
+            # A Timer's Scope is its Work's, by a primary-key probe per Timer row read
+            # from timer_due, as the dashboards' overdue count finds it (``_due``).
+            scoped, bound = self._in(TIMER_SCOPE, sorted(query.scope_ids))
+            where.append(scoped.removeprefix(" AND "))
+            params += bound
         return where, params
 
     def _query_timers(self, query: TimerQuery) -> list[Timer]:

@@ -68,7 +68,7 @@ from .facets import OrmFacets
 
 # The Scope of a Timer (alias t): its Work's, by a primary-key probe ("" for none).
 # Only the overdue Timers are probed, which are few whatever the history.
-_TIMER_SCOPE = f"COALESCE((SELECT w.scope_id FROM {schema.WORK} w WHERE w.id = t.work_id), '')"
+TIMER_SCOPE = f"COALESCE((SELECT w.scope_id FROM {schema.WORK} w WHERE w.id = t.work_id), '')"
 # The kind of an attempt's Work (alias x), by a primary-key probe: only the
 # Executions page's kind filter asks, for the rows of one page.
 _WORK_KIND = f"(SELECT w.kind FROM {schema.WORK} w WHERE w.id = x.work_id)"
@@ -555,7 +555,7 @@ class OrmReads(OrmFacets):
         return int(self._one(sql, bound))
 
     def _due(self, what: str, at: Nanos, scope_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
-        scoped, params = ("", []) if scope_ids is None else self._in(_TIMER_SCOPE, scope_ids)
+        scoped, params = ("", []) if scope_ids is None else self._in(TIMER_SCOPE, scope_ids)
         sql = (
             f"SELECT {what} FROM {schema.TIMER} t WHERE t.live = {self.dialect.true} "
             f"AND t.fire_ns <= %s{scoped}"

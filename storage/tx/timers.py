@@ -95,13 +95,20 @@ class TimerRules(WorkRules, EventRules):
         for key in (query.after, query.before):
             if key is not None:  # a cursor reaches SQL as a parameter (no NUL there)
                 fields.require_text(key.id, "Timer ID in a page cursor")
+        self._check_timer_scopes(query)
         return self._query_timers(query)
+
+    @staticmethod
+    def _check_timer_scopes(query: TimerQuery) -> None:
+        for scope_id in query.scope_ids or ():  # parameters of SQL too (no NUL there)
+            fields.require_text(scope_id, "Scope ID of a Timer query")
 
     def count_timers(self, query: TimerQuery) -> int:
         """How many Timers ``query``'s bound selects, its cursor and limit aside (an
         index count: none decoded)."""
         self._check()
         check_timer_query(query)
+        self._check_timer_scopes(query)
         return self._count_timers(query)
 
     def delete_timer(self, timer_id: str, revision: int) -> None:

@@ -5,9 +5,12 @@ states, on the dashboard, a Scope's dashboard and the Timers list the tile opens
 from __future__ import annotations
 
 import re
+from html import unescape
+from urllib.parse import urlencode
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
 
 from conduit.env import env_seconds
 from console.saved.presets import BY_KEY
@@ -99,3 +102,49 @@ def test_the_reader_refuses_anything_else(monkeypatch, raw) -> None:
     monkeypatch.setenv("CONSOLE_OVERDUE_GRACE_SECONDS", raw)
     with pytest.raises(ImproperlyConfigured, match="CONSOLE_OVERDUE_GRACE_SECONDS"):
         env_seconds("CONSOLE_OVERDUE_GRACE_SECONDS", 30)
+
+
+def _tile_link(html: str) -> str:
+    found = re.search(r'<a class="tile[^"]*" href="([^"]+)" data-figure="overdue">', html)
+    assert found is not None
+    return unescape(found.group(1))
+
+
+@DB
+@pytest.mark.parametrize("root", ["a b ", "why?not=1&x", "50%off%2e%2F", "a/../b", "🚀/👩\u200d💻"])
+def test_a_scope_dashboards_overdue_link_lists_exactly_its_count(as_alice, root: str) -> None:
+    """Issue 34: a Scope dashboard's tile counted that Scope's tree but its link opened
+    every Scope's overdue Timers. The link names the Scope (any ID the store accepts),
+    and its list holds exactly the tile's Timers: the Scope's and its descendants'."""
+    child, other = f"{root}/child", "other"
+    f.scope(root)
+    f.scope(child, parent=root)
+    f.scope(other)
+    for scope_id in (root, child, other, ""):
+        f.work(f"w-{scope_id}", scope_id=scope_id)
+        f.timer(f"late-{scope_id}", work_id=f"w-{scope_id}", fire_in=-120)
+        f.timer(f"just-{scope_id}", work_id=f"w-{scope_id}", fire_in=-5)
+    f.timer("late-no-work", fire_in=-100)
+
+    dashboard = as_alice.get(reverse("dashboard_scope", args=[root])).content.decode()
+    count, _ = _tile(dashboard)
+    link = _tile_link(dashboard)
+    assert link == "/timers?" + urlencode({"overdue": "1", "scope": root})
+    listed = as_alice.get(link)
+
+    html = listed.content.decode()
+    assert listed.status_code == 200
+    assert count == 2
+    assert sorted(unescape(t) for t in _listed(html)) == sorted(f"late-{s}" for s in (root, child))
+    assert f"<strong>{count}</strong> timers overdue by more than 30 s" in html
+    # Every Scope's overdue Timers are the store-wide preset's: the rest are there.
+    everywhere = as_alice.get("/timers?overdue=1").content.decode()
+    assert len(_listed(everywhere)) == 5
+
+
+@DB
+def test_the_timers_scope_filter_refuses_what_no_scope_id_is(as_alice) -> None:
+    assert as_alice.get("/timers", {"scope": "a\x00b"}).status_code == 400
+    assert as_alice.get("/timers", {"scope": "x" * 256}).status_code == 400
+    html = as_alice.get("/timers", {"overdue": "1", "scope": "no-such"}).content.decode()
+    assert "No timer is overdue." in html

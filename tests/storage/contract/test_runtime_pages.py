@@ -33,7 +33,9 @@ from ..support import (
     CLOCK_START,
     FakeClock,
     ids,
+    make_scope,
     make_timer,
+    make_work,
     raises,
     tx,
 )
@@ -307,3 +309,62 @@ def test_pages_walked_either_way_are_the_whole_selection_sorted(
                 assert got_w == want_w, (bound, limit, backwards)
     assert len(all_timers) == 60
     assert len(all_waits) == 62
+
+
+def test_a_scope_filter_keeps_the_timers_of_its_works_paged_and_counted(
+    store: Store, clock: FakeClock
+) -> None:
+    """A Timer's Scope is its Work's ("" for Work without one and for a Timer serving
+    no Work), as the dashboards' ``overdue_timers`` selects them: the page walked
+    either way and the count agree with it, with and without a bound; odd Scope IDs."""
+    scopes = {"a.b": "", "a.b/c?x=1": "a.b", "€ 50%": ""}
+
+    def arm(t: Tx) -> None:
+        for scope_id, parent in scopes.items():
+            t.put_scope(make_scope(scope_id, parent_id=parent))
+        for n, scope_id in enumerate([*scopes, "", *scopes]):
+            t.put_work(make_work(f"w{n}", scope_id=scope_id))
+            for k in range(3):  # ties on fire time across Scopes
+                t.put_timer(make_timer(f"t{n}.{k}", T0 + seconds(k), work_id=f"w{n}"))
+        t.put_timer(make_timer("t-free", T0 + seconds(1)))
+
+    at(store, T0, arm)
+    now = T0 + seconds(8)
+    chosen = frozenset({"a.b", "a.b/c?x=1"})
+    for bound in (None, T0 + seconds(1), T0 - 1):
+        for scope_ids in (chosen, frozenset({""}), frozenset()):
+            overdue = at(
+                store,
+                now,
+                lambda t, b=bound, s=scope_ids: t.overdue_timers(
+                    2**62 if b is None else b, sorted(s)
+                ),
+            )
+            want = [t.id for t in overdue]
+            q = TimerQuery(due_by=bound, scope_ids=scope_ids)
+            assert at(store, now, lambda t, q=q: t.count_timers(q)) == len(want)
+            for limit in (1, 4):
+                for backwards in (False, True):
+
+                    def read_t(q: TimerQuery) -> list[Timer]:
+                        return at(store, now, lambda tx_: tx_.query_timers(q))
+
+                    last = TimerKey(2**62, "") if backwards else None
+                    got = _walk(read_t, q, TimerQuery.key_of, limit, last)
+                    assert got == want, (bound, scope_ids, limit, backwards)
+    both = TimerQuery(scope_ids=chosen)
+    assert timers(store, both) == [f"t{n}.{k}" for k in range(3) for n in (0, 1, 4, 5)]
+    assert timers(store, TimerQuery(scope_ids=frozenset({""}))) == [
+        "t3.0",
+        "t-free",
+        "t3.1",
+        "t3.2",
+    ]
+
+
+def test_a_scope_filter_must_be_a_set_of_scope_ids(store: Store) -> None:
+    nul = frozenset({"a\x00b"})
+    for bad in ("a.b", ["a.b"], frozenset({1}), nul):
+        q = TimerQuery(scope_ids=bad)  # type: ignore[arg-type]
+        raises(Invalid, lambda q=q: at(store, T0, lambda t: t.query_timers(q)), repr(bad))
+        raises(Invalid, lambda q=q: at(store, T0, lambda t: t.count_timers(q)), repr(bad))

@@ -9,6 +9,7 @@ does, and bitmap scans too."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -46,12 +47,23 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
     store.transact(Guard(), fill)
     now = store.view(lambda t: t.now)
     tkey, wkey = TimerKey(now + seconds(10), "t10"), WaitKey(now, "w10")
+    scopes = frozenset({"s.1", "s/2"})
     reads: dict[str, Callable[[Tx], object]] = {
         "timers": lambda t: t.query_timers(TimerQuery(limit=5)),
         "timers after": lambda t: t.query_timers(TimerQuery(after=tkey, limit=5)),
         "timers before": lambda t: t.query_timers(TimerQuery(before=tkey, limit=5)),
         "timers due": lambda t: t.query_timers(TimerQuery(due_by=now + 5, after=tkey, limit=5)),
         "timers count": lambda t: t.count_timers(TimerQuery()),
+        # A Timer's Scope is its Work's, by a primary-key probe per Timer row read.
+        "timers scope due": lambda t: t.query_timers(
+            TimerQuery(due_by=now + 5, after=tkey, limit=5, scope_ids=scopes)
+        ),
+        "timers scope before": lambda t: t.query_timers(
+            TimerQuery(before=tkey, limit=5, scope_ids=scopes)
+        ),
+        "timers scope due count": lambda t: t.count_timers(
+            TimerQuery(due_by=now + seconds(5), scope_ids=scopes)
+        ),
         "timers due count": lambda t: t.count_timers(TimerQuery(due_by=now + seconds(5))),
         "waits": lambda t: t.query_active_waits(ActiveWaitQuery(limit=5)),
         "waits after": lambda t: t.query_active_waits(ActiveWaitQuery(after=wkey, limit=5)),
@@ -74,6 +86,8 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
             indexes += ["timer_work"] if what.startswith("timers") else ["wait_active"]
         used = [i for i in indexes if f"INDEX {i}" in plan or f"using {i} " in plan]
         assert used, (what, sql, plan)
+        if "scope" in what:  # the Work is probed by its key, never scanned
+            assert re.search(r"SCAN w\b|Seq Scan on conduit_work", plan) is None, (what, plan)
         if vendor == "sqlite":
             assert "TEMP B-TREE" not in plan, (what, sql, plan)
             if what.endswith(("after", "before", "due", "older", "due count", "older count")):
