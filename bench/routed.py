@@ -55,17 +55,19 @@ def measure(txs: int, reps: int) -> dict[str, Any]:
 
     store = default_store()
     routed = RoutedStore(store)
-    dep = routed.create_deployment(
-        DeploymentRecord(
-            deployment_id=DeploymentID.new(),
-            package_name="bench.pkg",
-            package_version="1.0.0",
-            max_concurrent_runs=0,
-            bundle_digest="sha256:b",
-            policy_digest="sha256:p",
-            image_lock_digest="sha256:i",
-            provenance_digest="sha256:v",
-            created_by="bench",
+    dep = routed.transact(
+        lambda r: r.create_deployment(
+            DeploymentRecord(
+                deployment_id=DeploymentID.new(),
+                package_name="bench.pkg",
+                package_version="1.0.0",
+                max_concurrent_runs=0,
+                bundle_digest="sha256:b",
+                policy_digest="sha256:p",
+                image_lock_digest="sha256:i",
+                provenance_digest="sha256:v",
+                created_by="bench",
+            )
         )
     )
     text = json.dumps({"order": "ord_0001", "amount": 12300})
@@ -87,27 +89,29 @@ def measure(txs: int, reps: int) -> dict[str, Any]:
         )
 
     def admit() -> Any:
-        return routed.admit_invocation(request(), dep.generation).receipt
+        return routed.transact(lambda r: r.admit_invocation(request(), dep.generation)).receipt
 
     def running() -> Any:
         """An admitted workflow with its attempt claimed (set-up, not timed)."""
         receipt = admit()
         attempt = AttemptRecord(AttemptID.new(), receipt.run_id, receipt.workflow_id, 1)
-        created = routed.create_attempt(attempt)
-        routed.claim_attempt(attempt.attempt_id, created.generation, LEASE_MS)
+        created = routed.transact(lambda r: r.create_attempt(attempt))
+        routed.transact(lambda r: r.claim_attempt(attempt.attempt_id, created.generation, LEASE_MS))
         return receipt.workflow_id
 
     def pause(workflow_id: Any) -> None:
-        generation = routed.get_workflow(workflow_id).generation
-        routed.request_control(
-            ControlRequest(
-                control_request_id=ControlRequestID.new(),
-                workflow_id=workflow_id,
-                command=ControlCommand.PAUSE,
-                expected_generation=generation,
-                actor_identity="bench",
-                authority_scope=AuthorityScope.CONTROL,
-                idempotency_key=f"pause-{workflow_id}",
+        generation = routed.view(lambda r: r.get_workflow(workflow_id)).generation
+        routed.transact(
+            lambda r: r.request_control(
+                ControlRequest(
+                    control_request_id=ControlRequestID.new(),
+                    workflow_id=workflow_id,
+                    command=ControlCommand.PAUSE,
+                    expected_generation=generation,
+                    actor_identity="bench",
+                    authority_scope=AuthorityScope.CONTROL,
+                    idempotency_key=f"pause-{workflow_id}",
+                )
             )
         )
 

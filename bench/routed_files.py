@@ -47,42 +47,48 @@ def measure(appends: int, accepts: int, reps: int) -> dict[str, Any]:
 
     routed = default_routed_store()
     state = Path(settings.ROUTED_STATE_DIR)
-    dep = routed.create_deployment(
-        DeploymentRecord(
-            deployment_id=DeploymentID.new(),
-            package_name="bench.pkg",
-            package_version="1.0.0",
-            max_concurrent_runs=0,
-            bundle_digest="sha256:b",
-            policy_digest="sha256:p",
-            image_lock_digest="sha256:i",
-            provenance_digest="sha256:v",
-            created_by="bench",
+    dep = routed.transact(
+        lambda r: r.create_deployment(
+            DeploymentRecord(
+                deployment_id=DeploymentID.new(),
+                package_name="bench.pkg",
+                package_version="1.0.0",
+                max_concurrent_runs=0,
+                bundle_digest="sha256:b",
+                policy_digest="sha256:p",
+                image_lock_digest="sha256:i",
+                provenance_digest="sha256:v",
+                created_by="bench",
+            )
         )
     )
     serial = iter(range(10**9))
 
     def new_attempt() -> AttemptRecord:
         text = json.dumps({"n": next(serial)})
-        receipt = routed.admit_invocation(
-            InvocationRequest(
-                requested_deployment_ref=dep.record.deployment_id,
-                input_json=text,
-                input_digest=input_digest(text),
-                initial_max_active_duration_ms=3_600_000,
-                initial_attempt_lease_ms=LEASE_MS,
-                initial_max_cost_usd_decimal="5.00",
-                creation_options_digest="sha256:opts",
-                idempotency_key=f"bench-files-{text}",
-                caller_identity="bench",
-            ),
-            dep.generation,
+        receipt = routed.transact(
+            lambda r: r.admit_invocation(
+                InvocationRequest(
+                    requested_deployment_ref=dep.record.deployment_id,
+                    input_json=text,
+                    input_digest=input_digest(text),
+                    initial_max_active_duration_ms=3_600_000,
+                    initial_attempt_lease_ms=LEASE_MS,
+                    initial_max_cost_usd_decimal="5.00",
+                    creation_options_digest="sha256:opts",
+                    idempotency_key=f"bench-files-{text}",
+                    caller_identity="bench",
+                ),
+                dep.generation,
+            )
         ).receipt
         attempt = AttemptRecord(AttemptID.new(), receipt.run_id, receipt.workflow_id, 1)
-        created = routed.create_attempt(attempt)
+        created = routed.transact(lambda r: r.create_attempt(attempt))
         # Artifacts are accepted only from an attempt running under a lease the store
         # minted (a fenced writer's are refused), so the attempt is claimed as a worker's.
-        return routed.claim_attempt(attempt.attempt_id, created.generation, LEASE_MS).record
+        return routed.transact(
+            lambda r: r.claim_attempt(attempt.attempt_id, created.generation, LEASE_MS)
+        ).record
 
     payloads = {
         "small": json.dumps({"heartbeat": {"phase": "x" * 160}}),

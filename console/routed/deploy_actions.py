@@ -45,7 +45,7 @@ def activate_deployment(request: HtmxHttpRequest, deployment_id: str) -> HttpRes
 def _deployment_status(
     request: HtmxHttpRequest, act: a.RoutedAction, deployment_id: str
 ) -> HttpResponse:
-    dep = default_routed_store().get_deployment(DeploymentID.parse(deployment_id))
+    dep = default_routed_store().view(lambda r: r.get_deployment(DeploymentID.parse(deployment_id)))
     want = DeploymentStatus.ACTIVE if act is a.RoutedAction.ACTIVATE else DeploymentStatus.INACTIVE
     refusal_text = f"it is already {want.name.lower()}" if dep.record.status is want else ""
     if request.method != "POST":
@@ -63,7 +63,7 @@ def _deployment_status(
             **_common(form),
         )
     except a.StaleForm as exc:
-        fresh = default_routed_store().get_deployment(dep.record.deployment_id)
+        fresh = default_routed_store().view(lambda r: r.get_deployment(dep.record.deployment_id))
         form = DeploymentForm(initial={"token": new_token(), "generation": fresh.generation})
         return _page(request, act, form, deployment=fresh, status=409, stale=str(exc))
     return _done(request, result)
@@ -97,7 +97,7 @@ def repoint_alias(request: HtmxHttpRequest, alias: str) -> HttpResponse:
             **_common(form),
         )
     except a.StaleForm as exc:
-        fresh = default_routed_store().resolve_alias(current.record.alias)
+        fresh = default_routed_store().view(lambda r: r.resolve_alias(current.record.alias))
         initial = {"token": new_token(), "generation": fresh.generation}
         form = AliasForm(initial=initial, deployments=choices)
         return _page(request, act, form, alias=fresh, status=409, stale=str(exc))

@@ -50,7 +50,7 @@ class Admissions:
     def admit_some(self, first_tick: bool, live: set[WorkflowID]) -> None:
         """A few admissions while fewer than ``catalog.MAX_LIVE`` workflows are live:
         a burst on the first tick of a fresh store, so runs are there at once."""
-        fresh = first_tick and not self.routed.list_invocations()
+        fresh = first_tick and not self.routed.view(lambda r: r.list_invocations())
         # The mean's whole part every tick and its fraction as a chance: at the
         # default 0.15 a Poisson draw would be one or none 99% of the time anyway.
         mean = catalog.ADMIT_MEAN
@@ -76,7 +76,7 @@ class Admissions:
             what = "admit"
         try:
             generation = self._deployment_generation(request.requested_deployment_ref)
-            admission = self.routed.admit_invocation(request, generation)
+            admission = self.routed.transact(lambda r: r.admit_invocation(request, generation))
         except StorageError as exc:
             self.failed(
                 f"{what} {request.idempotency_key} ({request.requested_deployment_ref})", exc

@@ -189,38 +189,36 @@ COST_PER_STEP = Decimal("0.12")  # simulated model spend of one step, in USD
 
 def ensure_catalog(routed: RoutedStore) -> None:
     """Create the deployments and aliases a fresh store lacks (idempotent)."""
-    known = {d.record.deployment_id for d in routed.list_deployments()}
+    known = {d.record.deployment_id for d in routed.view(lambda r: r.list_deployments())}
     for package in PACKAGES:
         if package.deployment_id in known:
             continue
+        dep = DeploymentRecord(
+            deployment_id=package.deployment_id,
+            package_name=package.name,
+            package_version=package.version,
+            max_concurrent_runs=package.max_runs,
+            bundle_digest=_digest(f"bundle-{package.name}-{package.version}"),
+            policy_digest=_digest("policy-demo"),
+            image_lock_digest=_digest(f"image-{package.name}"),
+            provenance_digest=_digest(f"provenance-{package.name}-{package.version}"),
+            created_by=PUBLISHER,
+            status=DeploymentStatus.ACTIVE if package.active else DeploymentStatus.INACTIVE,
+            nested_package_digests=dict(package.digests),
+        )
         with contextlib.suppress(AlreadyExists):  # another simulator made it first
-            routed.create_deployment(
-                DeploymentRecord(
-                    deployment_id=package.deployment_id,
-                    package_name=package.name,
-                    package_version=package.version,
-                    max_concurrent_runs=package.max_runs,
-                    bundle_digest=_digest(f"bundle-{package.name}-{package.version}"),
-                    policy_digest=_digest("policy-demo"),
-                    image_lock_digest=_digest(f"image-{package.name}"),
-                    provenance_digest=_digest(f"provenance-{package.name}-{package.version}"),
-                    created_by=PUBLISHER,
-                    status=DeploymentStatus.ACTIVE if package.active else DeploymentStatus.INACTIVE,
-                    nested_package_digests=dict(package.digests),
-                )
-            )
+            routed.transact(lambda r, d=dep: r.create_deployment(d))
     for alias, targets in ALIASES.items():
         try:
-            routed.resolve_alias(alias)
+            routed.view(lambda r, a=alias: r.resolve_alias(a))
             continue  # present: an operator may have repointed it since
         except RoutedNotFound:
             pass
         generation = 0
         for target in targets:
             try:
-                stored = routed.compare_and_swap_alias(
-                    AliasRecord(alias, target, BY_ID[target].version, PUBLISHER, generation)
-                )
+                record = AliasRecord(alias, target, BY_ID[target].version, PUBLISHER, generation)
+                stored = routed.transact(lambda r, a=record: r.compare_and_swap_alias(a))
             except CASConflict:
                 break  # another simulator made it first
             generation = stored.generation

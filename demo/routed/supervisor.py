@@ -198,7 +198,7 @@ class Supervisor:
     def _scan(self) -> None:
         self.live = {
             w.record.workflow_id
-            for w in self.routed.list_workflows()
+            for w in self.routed.view(lambda r: r.list_workflows())
             if not is_terminal(w.record.status)
         }
 
@@ -246,7 +246,7 @@ class Supervisor:
             self.stats["routed_err_oserror"] += 1
             log.warning("routed advance %s: %s", workflow_id, exc)
             return "refused"
-        if is_terminal(self.routed.get_workflow(workflow_id).record.status):
+        if is_terminal(self.routed.view(lambda r: r.get_workflow(workflow_id)).record.status):
             self.live.discard(workflow_id)
             self.next_at.pop(workflow_id, None)
         self.stats[f"routed_{done.split(':')[0].replace(' ', '_')}"] += 1
@@ -289,7 +289,7 @@ class Supervisor:
             # the lease has run out, as any supervisor would.
             if lease is None or now < lease.expires_at + catalog.RECOVER_AFTER_MS * NS_PER_MS:
                 return "waiting"
-            self.routed.append_ledger(attempt.run_id, RECOVERED)
+            self.routed.transact(lambda r: r.append_ledger(attempt.run_id, RECOVERED))
             return self._claim(attempt.attempt_id, now, resumed=True, what="recovered")
         return self._step(seen, run.record.run_id, attempt, now)
 
@@ -356,11 +356,13 @@ class Supervisor:
             lease = self.held.pop(attempt.attempt_id, None)
             if lease is None and attempt.attempt_id in seen.hung:
                 wf = seen.wf
-                self.routed.apply_transition(
-                    wf.record.workflow_id,
-                    wf.generation,
-                    TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE,
-                    f"no-boundary-{wf.generation}",
+                self.routed.transact(
+                    lambda r, wf=wf: r.apply_transition(
+                        wf.record.workflow_id,
+                        wf.generation,
+                        TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE,
+                        f"no-boundary-{wf.generation}",
+                    )
                 )
                 return "no boundary"
             if lease is None:
@@ -401,8 +403,11 @@ class Supervisor:
         done = seen.done.get(run_id, 0)
         spent = Decimal(seen.steps_done()) * catalog.COST_PER_STEP
         if spent > Decimal(seen.wf.record.max_llm_spend_decimal):
-            self.routed.append_ledger(
-                run_id, f"spend {spent} USD over its ceiling {seen.wf.record.max_llm_spend_decimal}"
+            self.routed.transact(
+                lambda r: r.append_ledger(
+                    run_id,
+                    f"spend {spent} USD over its ceiling {seen.wf.record.max_llm_spend_decimal}",
+                )
             )
             return self._end(
                 seen,
@@ -411,7 +416,7 @@ class Supervisor:
                 RunStatus.BUDGET_EXCEEDED,
             )
         try:
-            self.routed.renew_lease(a.attempt_id, lease, moves.lease_ms(run))
+            self.routed.transact(lambda r: r.renew_lease(a.attempt_id, lease, moves.lease_ms(run)))
         except LeaseFenced as exc:
             self.held.pop(a.attempt_id, None)
             self.failed(f"renew {a.attempt_id}", exc)
@@ -508,7 +513,9 @@ class Supervisor:
         )
         self.held.pop(attempt_id, None)
         artifacts = [
-            m for m in self.routed.list_artifacts(run_id) if m.relative_path.startswith("out/")
+            m
+            for m in self.routed.view(lambda r: r.list_artifacts(run_id))
+            if m.relative_path.startswith("out/")
         ]
         ref = None
         if artifacts:
@@ -560,7 +567,11 @@ class Supervisor:
                 if lease is None:
                     continue
                 try:
-                    self.routed.renew_lease(a.attempt_id, lease, catalog.LEASE_MS)
+                    self.routed.transact(
+                        lambda r, i=a.attempt_id, held=lease: r.renew_lease(
+                            i, held, catalog.LEASE_MS
+                        )
+                    )
                 except LeaseFenced as exc:
                     fenced += 1
                     log.info("routed worker of %s stops: %s", a.attempt_id, exc)

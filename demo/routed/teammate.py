@@ -122,7 +122,9 @@ class Teammate:
     ) -> WorkflowID | None:
         """One request; the workflow it created (restart) or the one acted on."""
         try:
-            outcome = self.routed.request_control(self._request(wf, command, target))
+            outcome = self.routed.transact(
+                lambda r: r.request_control(self._request(wf, command, target))
+            )
         except StorageError as exc:
             self.failed(f"teammate {command.name.lower()} {wf.record.workflow_id}", exc)
             return None
@@ -141,11 +143,13 @@ class Teammate:
             new_max_llm_spend_decimal=AMENDED_SPEND,
         )
         try:
-            self.routed.append_limit_amendment(
-                record.workflow_id,
-                record.authority_generation,
-                amendment,
-                AuthorityScope.AMEND_LIMITS,
+            self.routed.transact(
+                lambda r: r.append_limit_amendment(
+                    record.workflow_id,
+                    record.authority_generation,
+                    amendment,
+                    AuthorityScope.AMEND_LIMITS,
+                )
             )
         except StorageError as exc:
             self.failed(f"teammate amend {record.workflow_id}", exc)
@@ -164,7 +168,7 @@ class Teammate:
         failed = sorted(
             (
                 w
-                for w in self.routed.list_workflows()
+                for w in self.routed.view(lambda r: r.list_workflows())
                 if w.record.status is WorkflowStatus.FAILED
                 and w.record.workflow_id not in self.restarted
                 and is_terminal(w.record.status)
@@ -175,7 +179,9 @@ class Teammate:
             self.restarted.add(wf.record.workflow_id)
             if any(
                 c.command is ControlCommand.RESTART
-                for c in self.routed.list_control_requests(wf.record.workflow_id)
+                for c in self.routed.view(
+                    lambda r, w=wf.record.workflow_id: r.list_control_requests(w)
+                )
             ):
                 continue  # an operator restarted it already
             target = self._alias_of(wf.record)

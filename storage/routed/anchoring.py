@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import StorageError
-from .errors import AlreadyExists, RoutedNotFound
-from .ids import AttemptID
+from .errors import AlreadyExists
 from .journal import journal_attempts, open_control_journal
 from .records import JournalAnchoring
-from .rules import RoutedRules
 from .store import RoutedStore
-from .verify import runs_in
+from .verify import last_ingested, runs_in
 
 
 @dataclass
@@ -49,13 +47,6 @@ class AnchoringReport:
     already_anchored: int = 0
 
 
-def _ingested(r: RoutedRules, attempt_id: AttemptID) -> int:
-    try:
-        return r.get_attempt_progress(attempt_id).last_sequence
-    except RoutedNotFound:
-        return 0
-
-
 def anchor_old_journals(store: RoutedStore, state_root: Path) -> AnchoringReport:
     """Anchor every journal under ``state_root`` that has no tail, unless this was done
     before (the module docstring); record that it was done, whatever it found."""
@@ -67,7 +58,7 @@ def anchor_old_journals(store: RoutedStore, state_root: Path) -> AnchoringReport
         for attempt_id in journal_attempts(root, run_id):
             where = f"runs/{run_id}/control/{attempt_id}"
             try:
-                ingested = store.view(functools.partial(_ingested, attempt_id=attempt_id))
+                ingested = store.view(functools.partial(last_ingested, attempt_id=attempt_id))
                 with open_control_journal(root, run_id, attempt_id, create=False) as journal:
                     last = journal.anchor_unanchored(ingested)
             except StorageError as exc:

@@ -86,7 +86,7 @@ class ProgressTailer:
 
     def _progress(self) -> AttemptProgress | None:
         try:
-            return self.store.get_attempt_progress(self.attempt_id)
+            return self.store.view(lambda r: r.get_attempt_progress(self.attempt_id))
         except RoutedNotFound:
             return None
 
@@ -125,7 +125,7 @@ class ProgressTailer:
             self._invalid(str(exc))
             raise
         try:
-            stored = self.store.ingest_progress(progress, checkpoint)
+            stored = self.store.transact(lambda r: r.ingest_progress(progress, checkpoint))
         except InvalidArgument as exc:  # a digest or a checkpoint the store refuses
             self._invalid(str(exc))
             raise
@@ -134,7 +134,7 @@ class ProgressTailer:
     def _invalid(self, reason: str) -> None:
         if self.invalid is None:
             self.invalid = reason
-            self.store.mark_progress_invalid(self.attempt_id, reason[:4096])
+            self.store.transact(lambda r: r.mark_progress_invalid(self.attempt_id, reason[:4096]))
 
     def _interpret(
         self, event: InvokeJobEvent, current: AttemptProgress | None

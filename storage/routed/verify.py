@@ -19,6 +19,7 @@ Without a store (a bundle), only the journals and their keys.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from pathlib import Path
 from ..beneath import NotRegular, open_beneath, walk_beneath
 from ..errors import StorageError
 from .errors import RoutedNotFound
-from .ids import RunID
+from .ids import AttemptID, RunID
 from .journal import (
     KEY_FILE,
     journal_attempts,
@@ -36,6 +37,7 @@ from .journal import (
     read_or_create_key,
 )
 from .paths import ARTIFACT_MAX_PER_FILE, ARTIFACT_MAX_TOTAL, check_relative_path
+from .rules import RoutedRules
 from .store import RoutedStore
 
 ARTIFACTS = "artifacts"
@@ -50,6 +52,14 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.level}: {self.where}: {self.message}"
+
+
+def last_ingested(r: RoutedRules, attempt_id: AttemptID) -> int:
+    """The last journal sequence the store's progress ingested (0: none yet)."""
+    try:
+        return r.get_attempt_progress(attempt_id).last_sequence
+    except RoutedNotFound:
+        return 0
 
 
 def runs_in(state_root: Path) -> list[RunID]:
@@ -72,7 +82,7 @@ def _verify_workspace(state_root: Path, run_id: RunID, store: RoutedStore) -> li
     root = state_root / "runs" / run_id / ARTIFACTS
     base = f"runs/{run_id}/{ARTIFACTS}"
     findings: list[Finding] = []
-    accepted = store.list_artifacts(run_id)
+    accepted = store.view(lambda r: r.list_artifacts(run_id))
     total = sum(a.byte_size for a in accepted)
     if total > ARTIFACT_MAX_TOTAL:
         findings.append(Finding(ERROR, base, f"{total} bytes accepted, over {ARTIFACT_MAX_TOTAL}"))
@@ -142,10 +152,7 @@ def _verify_journals(state_root: Path, run_id: RunID, store: RoutedStore | None)
             continue
         if store is None:
             continue
-        try:
-            ingested = store.get_attempt_progress(attempt_id).last_sequence
-        except RoutedNotFound:
-            continue
+        ingested = store.view(functools.partial(last_ingested, attempt_id=attempt_id))
         if len(events) < ingested:
             findings.append(
                 Finding(

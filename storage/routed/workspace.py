@@ -86,7 +86,7 @@ class ArtifactWorkspace:
         return self._root
 
     def list_metadata(self) -> list[ArtifactMetadata]:
-        return self._store.list_artifacts(self.run_id)
+        return self._store.view(lambda r: r.list_artifacts(self.run_id))
 
     def total_size(self) -> int:
         return sum(a.byte_size for a in self.list_metadata())
@@ -112,7 +112,7 @@ class ArtifactWorkspace:
             media_type=media_type_of(rel_path),
             creating_attempt=attempt_id,
         )
-        return self._store.accept_artifact(meta).record
+        return self._store.transact(lambda r: r.accept_artifact(meta)).record
 
     def _check_no_link(self, parts: tuple[str, ...]) -> None:
         """The check: no component is a link, by ``lstat`` (never following one)."""

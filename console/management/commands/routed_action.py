@@ -57,7 +57,7 @@ class Command(BaseCommand):
             "token": options["token"] or new_token(),
         }
         try:
-            wf = routed.get_workflow(WorkflowID.parse(options["workflow_id"]))
+            wf = routed.view(lambda r: r.get_workflow(WorkflowID.parse(options["workflow_id"])))
             if act is a.RoutedAction.AMEND_LIMITS:
                 result = a.do_amend_limits(
                     routed,
