@@ -37,12 +37,14 @@ def end_attempt(
 def reach_pause_boundary(workflow_id: str, key: str = "boundary-1") -> None:
     """The supervisor reports the pause boundary (its attempt at a safe point)."""
     store = routed()
-    wf = store.get_workflow(workflow_id)  # type: ignore[arg-type]
-    store.apply_transition(
-        wf.record.workflow_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_REACHED, key
+    wf = store.view(lambda r: r.get_workflow(workflow_id))  # type: ignore[arg-type]
+    store.transact(
+        lambda r: r.apply_transition(
+            wf.record.workflow_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_REACHED, key
+        )
     )
 
 
 def alias_to(name: str, admission: Admission) -> None:
-    dep = routed().get_deployment(admission.receipt.resolved_deployment_id).record
+    dep = routed().view(lambda r: r.get_deployment(admission.receipt.resolved_deployment_id)).record
     rf.alias(name, dep)

@@ -101,16 +101,18 @@ def deployment(
         created_by="alice",
         nested_package_digests=digests,
     )
-    return routed().create_deployment(dep).record
+    return routed().transact(lambda r: r.create_deployment(dep)).record
 
 
 def alias(name: str, dep: DeploymentRecord) -> AliasRecord:
     """Point alias ``name`` at ``dep`` (creating it, or repointing it: a new generation)."""
     store = routed()
-    current = next((a.record for a in store.list_aliases() if a.record.alias == name), None)
+    current = next(
+        (a.record for a in store.view(lambda r: r.list_aliases()) if a.record.alias == name), None
+    )
     generation = current.generation if current else 0
     record = AliasRecord(name, dep.deployment_id, dep.package_version, "alice", generation)
-    return store.compare_and_swap_alias(record).record
+    return store.transact(lambda r: r.compare_and_swap_alias(record)).record
 
 
 def invoke(
@@ -138,19 +140,25 @@ def invoke(
     dep_id = (
         ref
         if ref.startswith(DeploymentID.prefix)
-        else store.resolve_alias(ref).record.target_deployment_id
+        else store.view(lambda r: r.resolve_alias(ref)).record.target_deployment_id
     )
-    generation = store.get_deployment(DeploymentID(dep_id)).generation
-    return store.admit_invocation(request, generation)
+    generation = store.view(lambda r: r.get_deployment(DeploymentID(dep_id))).generation
+    return store.transact(lambda r: r.admit_invocation(request, generation))
 
 
 def claim(admission: Admission, lease_ms: int = LEASE_MS) -> Stored[AttemptRecord]:
     """The top-level run's next attempt, claimed: the workflow is RUNNING under a lease."""
     store = routed()
     r = admission.receipt
-    number = len(store.list_attempts(r.run_id)) + 1
-    created = store.create_attempt(AttemptRecord(AttemptID.new(), r.run_id, r.workflow_id, number))
-    return store.claim_attempt(created.record.attempt_id, created.generation, lease_ms)
+    number = len(store.view(lambda rules: rules.list_attempts(r.run_id))) + 1
+    created = store.transact(
+        lambda rules: rules.create_attempt(
+            AttemptRecord(AttemptID.new(), r.run_id, r.workflow_id, number)
+        )
+    )
+    return store.transact(
+        lambda r: r.claim_attempt(created.record.attempt_id, created.generation, lease_ms)
+    )
 
 
 def running(
@@ -182,7 +190,9 @@ def end_attempt(
         recovery_disposition=disposition,
         resume_capability=resume,
     )
-    return routed().update_attempt(ended, attempt.generation, record.lease.lease_id)
+    return routed().transact(
+        lambda r: r.update_attempt(ended, attempt.generation, record.lease.lease_id)
+    )
 
 
 def finish(
@@ -193,12 +203,16 @@ def finish(
     """The supervisor ends the top-level run and the workflow (after its attempt)."""
     store = routed()
     r = admission.receipt
-    run = store.get_run(r.run_id)
+    run = store.view(lambda rules: rules.get_run(r.run_id))
     run_status = RunStatus[status.name]
-    store.update_run(dataclasses.replace(run.record, status=run_status), run.generation)
-    wf = store.get_workflow(r.workflow_id)
-    store.update_workflow(
-        dataclasses.replace(wf.record, status=status, terminal_reason=reason), wf.generation
+    store.transact(
+        lambda r: r.update_run(dataclasses.replace(run.record, status=run_status), run.generation)
+    )
+    wf = store.view(lambda rules: rules.get_workflow(r.workflow_id))
+    store.transact(
+        lambda r: r.update_workflow(
+            dataclasses.replace(wf.record, status=status, terminal_reason=reason), wf.generation
+        )
     )
 
 
@@ -224,12 +238,12 @@ def control(
         control_request_id=ControlRequestID.new(),
         workflow_id=workflow_id,
         command=command,
-        expected_generation=store.get_workflow(workflow_id).generation,
+        expected_generation=store.view(lambda r: r.get_workflow(workflow_id)).generation,
         actor_identity=actor,
         authority_scope=AuthorityScope.CONTROL,
         idempotency_key=key or f"{command.name}-{next(_keys)}",
     )
-    return store.request_control(req)
+    return store.transact(lambda r: r.request_control(req))
 
 
 def state_dir() -> Path:
@@ -257,11 +271,11 @@ def journal(attempt: AttemptRecord, events: int = 2) -> None:
 
 def service(workflow_id: WorkflowID) -> Stored[MCPServiceBinding]:
     """The workflow's declared search service (admission declares it), as stored."""
-    found = routed().list_services(workflow_id)
+    found = routed().view(lambda r: r.list_services(workflow_id))
     if found:
         return found[0]
     svc = MCPServiceBinding(ServiceID.new(), workflow_id, "svc.search", "1.0", "search")
-    return routed().register_service(svc)
+    return routed().transact(lambda r: r.register_service(svc))
 
 
 def child_batch(admission: Admission, results: int = 1) -> Stored[ChildBatch]:
@@ -269,31 +283,37 @@ def child_batch(admission: Admission, results: int = 1) -> Stored[ChildBatch]:
     reported succeeded."""
     store = routed()
     wf_id = admission.receipt.workflow_id
-    [node] = store.list_nodes(wf_id)
-    batch = store.create_child_batch(
-        ChildBatch(
-            child_batch_id=ChildBatchID.new(),
-            workflow_id=wf_id,
-            parent_node_id=node.record.node_id,
-            spawn_request=ChildSpawnRequest("child.pkg", "1.0", 4, 2, "{}"),
-            join_policy=JoinPolicy("join_all"),
+    [node] = store.view(lambda r: r.list_nodes(wf_id))
+    batch = store.transact(
+        lambda r: r.create_child_batch(
+            ChildBatch(
+                child_batch_id=ChildBatchID.new(),
+                workflow_id=wf_id,
+                parent_node_id=node.record.node_id,
+                spawn_request=ChildSpawnRequest("child.pkg", "1.0", 4, 2, "{}"),
+                join_policy=JoinPolicy("join_all"),
+            )
         )
     )
     children = (RunID.new(), RunID.new())
-    batch = store.update_child_batch(
-        dataclasses.replace(
-            batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children
-        ),
-        batch.generation,
+    batch = store.transact(
+        lambda r: r.update_child_batch(
+            dataclasses.replace(
+                batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children
+            ),
+            batch.generation,
+        )
     )
     for child in children[:results]:
-        store.commit_child_result(
-            ChildResult(
-                ChildResultID.new(),
-                batch.record.child_batch_id,
-                child,
-                RunStatus.SUCCEEDED,
-                '{"ok":1}',
+        store.transact(
+            lambda r, child=child: r.commit_child_result(
+                ChildResult(
+                    ChildResultID.new(),
+                    batch.record.child_batch_id,
+                    child,
+                    RunStatus.SUCCEEDED,
+                    '{"ok":1}',
+                )
             )
         )
     return batch
@@ -305,17 +325,20 @@ def pipeline(stages: int = 2) -> tuple[Admission, Stored[AttemptRecord]]:
     admission, attempt = running(dep.deployment_id)
     store = routed()
     nodes = sorted(
-        store.list_nodes(admission.receipt.workflow_id), key=lambda n: n.record.stage_order
+        store.view(lambda r: r.list_nodes(admission.receipt.workflow_id)),
+        key=lambda n: n.record.stage_order,
     )
     end_attempt(attempt, AttemptStatus.SUCCEEDED)
-    store.commit_handoff(
-        HandoffEnvelope(
-            HandoffID.new(),
-            admission.receipt.workflow_id,
-            nodes[0].record.node_id,
-            nodes[1].record.node_id,
-            '{"rows": 10}',
-            DataClassification.INTERNAL,
+    store.transact(
+        lambda r: r.commit_handoff(
+            HandoffEnvelope(
+                HandoffID.new(),
+                admission.receipt.workflow_id,
+                nodes[0].record.node_id,
+                nodes[1].record.node_id,
+                '{"rows": 10}',
+                DataClassification.INTERNAL,
+            )
         )
     )
     return admission, attempt
@@ -334,8 +357,10 @@ def needs_replan(ref: str | None = None) -> Admission:
     """A paused workflow the supervisor marked NEEDS_REPLAN (the map allows it from
     PAUSED only)."""
     admission = paused(ref)
-    wf = routed().get_workflow(admission.receipt.workflow_id)
-    routed().update_workflow(
-        dataclasses.replace(wf.record, status=WorkflowStatus.NEEDS_REPLAN), wf.generation
+    wf = routed().view(lambda r: r.get_workflow(admission.receipt.workflow_id))
+    routed().transact(
+        lambda r: r.update_workflow(
+            dataclasses.replace(wf.record, status=WorkflowStatus.NEEDS_REPLAN), wf.generation
+        )
     )
     return admission

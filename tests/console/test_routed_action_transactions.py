@@ -31,7 +31,7 @@ Probe = Callable[[], object]
 def pause() -> tuple[Act, Probe]:
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    generation = rc.routed().get_workflow(wf).generation
+    generation = rc.routed().view(lambda r: r.get_workflow(wf)).generation
 
     def act(routed: RoutedStore) -> a.RoutedResult:
         return a.do_pause_workflow(
@@ -44,7 +44,10 @@ def pause() -> tuple[Act, Probe]:
         )
 
     def probe() -> object:
-        return (rc.routed().get_workflow(wf).record.status, rc.routed().list_control_requests(wf))
+        return (
+            rc.routed().view(lambda r: r.get_workflow(wf)).record.status,
+            rc.routed().view(lambda r: r.list_control_requests(wf)),
+        )
 
     return act, probe
 
@@ -52,7 +55,7 @@ def pause() -> tuple[Act, Probe]:
 def amend() -> tuple[Act, Probe]:
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    authority = rc.routed().get_workflow(wf).record.authority_generation
+    authority = rc.routed().view(lambda r: r.get_workflow(wf)).record.authority_generation
 
     def act(routed: RoutedStore) -> a.RoutedResult:
         return a.do_amend_limits(
@@ -66,14 +69,14 @@ def amend() -> tuple[Act, Probe]:
         )
 
     def probe() -> object:
-        return rc.routed().get_workflow(wf).record.max_active_duration_ms
+        return rc.routed().view(lambda r: r.get_workflow(wf)).record.max_active_duration_ms
 
     return act, probe
 
 
 def deactivate() -> tuple[Act, Probe]:
     dep_id = rc.admitted().receipt.resolved_deployment_id
-    generation = rc.routed().get_deployment(dep_id).generation
+    generation = rc.routed().view(lambda r: r.get_deployment(dep_id)).generation
 
     def act(routed: RoutedStore) -> a.RoutedResult:
         return a.do_deactivate_deployment(
@@ -86,7 +89,7 @@ def deactivate() -> tuple[Act, Probe]:
         )
 
     def probe() -> object:
-        return rc.routed().get_deployment(dep_id).record.status
+        return rc.routed().view(lambda r: r.get_deployment(dep_id)).record.status
 
     return act, probe
 
@@ -94,7 +97,7 @@ def deactivate() -> tuple[Act, Probe]:
 def repoint() -> tuple[Act, Probe]:
     old, new = rc.admitted("k1", "1.0.0"), rc.admitted("k2", "2.0.0")
     rc.alias_to("prod", old)
-    generation = rc.routed().resolve_alias("prod").generation
+    generation = rc.routed().view(lambda r: r.resolve_alias("prod")).generation
 
     def act(routed: RoutedStore) -> a.RoutedResult:
         return a.do_repoint_alias(
@@ -108,7 +111,7 @@ def repoint() -> tuple[Act, Probe]:
         )
 
     def probe() -> object:
-        return rc.routed().resolve_alias("prod").record.target_deployment_id
+        return rc.routed().view(lambda r: r.resolve_alias("prod")).record.target_deployment_id
 
     return act, probe
 
@@ -193,8 +196,10 @@ def test_each_action_is_one_transaction_and_no_other_read(name, monkeypatch):
 
 def test_a_stale_repoint_writes_neither_the_alias_nor_a_note():
     act, probe = repoint()
-    rc.routed().compare_and_swap_alias(  # another operator moved it meanwhile
-        rc.routed().resolve_alias("prod").record
+    rc.routed().transact(
+        lambda r: r.compare_and_swap_alias(  # another operator moved it meanwhile
+            r.resolve_alias("prod").record
+        )
     )
     before = probe()
 
@@ -225,5 +230,8 @@ def test_a_bulk_notes_each_workflow_inside_its_batch(monkeypatch):
     assert summary.done == ()
     assert [wf for wf, _ in summary.skipped] == running
     for wf in running:
-        assert rc.routed().list_control_requests(wf) == []  # type: ignore[arg-type]
-        assert rc.routed().get_workflow(wf).record.status is WorkflowStatus.RUNNING  # type: ignore[arg-type]
+        assert rc.routed().view(lambda r, wf=wf: r.list_control_requests(wf)) == []  # type: ignore[arg-type]
+        assert (
+            rc.routed().view(lambda r, wf=wf: r.get_workflow(wf)).record.status
+            is WorkflowStatus.RUNNING
+        )  # type: ignore[arg-type]

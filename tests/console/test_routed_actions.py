@@ -24,11 +24,11 @@ pytestmark = DB
 
 
 def wf_gen(workflow_id: str) -> int:
-    return rc.routed().get_workflow(workflow_id).generation  # type: ignore[arg-type]
+    return rc.routed().view(lambda r: r.get_workflow(workflow_id)).generation  # type: ignore[arg-type]
 
 
 def status_of(workflow_id: str) -> WorkflowStatus:
-    return rc.routed().get_workflow(workflow_id).record.status  # type: ignore[arg-type]
+    return rc.routed().view(lambda r: r.get_workflow(workflow_id)).record.status  # type: ignore[arg-type]
 
 
 def control(do, workflow_id: str, token: str | None = None, **more):
@@ -54,9 +54,9 @@ def test_pause_asks_and_the_boundary_freezes_the_envelope():
     rc.reach_pause_boundary(wf)
 
     assert status_of(wf) is WorkflowStatus.PAUSED
-    env = rc.routed().get_time_envelope(wf).record
+    env = rc.routed().view(lambda r: r.get_time_envelope(wf)).record
     assert env.running_segment_start_ms is None
-    requests = rc.routed().list_control_requests(wf)
+    requests = rc.routed().view(lambda r: r.list_control_requests(wf))
     assert [(r.command, r.actor_identity) for r in requests] == [
         (ControlCommand.PAUSE, "operator:alice")
     ]
@@ -87,7 +87,10 @@ def test_cancel_fences_the_live_attempt():
     control(a.do_cancel_workflow, wf)
 
     assert status_of(wf) is WorkflowStatus.CANCELLED
-    assert rc.routed().get_run(admission.receipt.run_id).record.status is RunStatus.CANCELLED
+    assert (
+        rc.routed().view(lambda r: r.get_run(admission.receipt.run_id)).record.status
+        is RunStatus.CANCELLED
+    )
     with pytest.raises(LeaseFenced):
         rc.end_attempt(attempt, AttemptStatus.SUCCEEDED)
 
@@ -119,7 +122,7 @@ def test_a_resubmitted_form_does_not_act_twice():
     assert not first.duplicate
     assert again.duplicate
     assert "already submitted" in again.message
-    assert len(rc.routed().list_control_requests(wf)) == 1
+    assert len(rc.routed().view(lambda r: r.list_control_requests(wf))) == 1
     assert len(a.notes_for(wf)) == 1
 
 
@@ -146,7 +149,7 @@ def test_it_refuses_a_pause_the_map_does_not_allow():
 
     with pytest.raises(TransitionError):
         control(a.do_pause_workflow, wf)
-    assert rc.routed().list_control_requests(wf) == []
+    assert rc.routed().view(lambda r: r.list_control_requests(wf)) == []
 
 
 def test_a_pause_after_cancel_is_superseded_and_says_so():
@@ -185,7 +188,7 @@ def test_it_refuses_bad_input_before_writing(reason, token, match):
             reason=reason,
             token=token,
         )
-    assert rc.routed().list_control_requests(wf) == []
+    assert rc.routed().view(lambda r: r.list_control_requests(wf)) == []
 
 
 def test_restart_from_the_current_alias_records_provenance():
@@ -199,9 +202,9 @@ def test_restart_from_the_current_alias_records_provenance():
 
     assert result.done
     assert result.new_workflow_id
-    restarted = rc.routed().get_workflow(result.new_workflow_id).record  # type: ignore[arg-type]
+    restarted = rc.routed().view(lambda r: r.get_workflow(result.new_workflow_id)).record  # type: ignore[arg-type]
     assert restarted.deployment_id == newer.receipt.resolved_deployment_id
-    provenance = rc.routed().get_restart_provenance(result.new_workflow_id)  # type: ignore[arg-type]
+    provenance = rc.routed().view(lambda r: r.get_restart_provenance(result.new_workflow_id))  # type: ignore[arg-type]
     assert provenance.source_workflow_id == wf
 
 
@@ -214,13 +217,13 @@ def test_continue_starts_the_next_attempt():
 
     assert result.done
     assert "attempt 2" in result.detail
-    assert len(rc.routed().list_attempts(admission.receipt.run_id)) == 2
+    assert len(rc.routed().view(lambda r: r.list_attempts(admission.receipt.run_id))) == 2
 
 
 def test_amend_raises_a_ceiling_once_per_token_and_refuses_a_stale_generation():
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    authority = rc.routed().get_workflow(wf).record.authority_generation
+    authority = rc.routed().view(lambda r: r.get_workflow(wf)).record.authority_generation
     token = new_token()
 
     def amend(generation: int, tok: str, active: int = 7_200_000):
@@ -240,8 +243,8 @@ def test_amend_raises_a_ceiling_once_per_token_and_refuses_a_stale_generation():
     assert first.done
     assert "3600000 -> 7200000" in first.detail
     assert again.duplicate
-    assert len(rc.routed().list_limit_amendments(wf)) == 1
-    assert rc.routed().get_workflow(wf).record.max_active_duration_ms == 7_200_000
+    assert len(rc.routed().view(lambda r: r.list_limit_amendments(wf))) == 1
+    assert rc.routed().view(lambda r: r.get_workflow(wf)).record.max_active_duration_ms == 7_200_000
     with pytest.raises(a.StaleForm):
         amend(authority, new_token(), active=9_000_000)
     with pytest.raises(Invalid, match="may only grow"):
@@ -251,7 +254,7 @@ def test_amend_raises_a_ceiling_once_per_token_and_refuses_a_stale_generation():
 def test_deactivate_and_activate_a_deployment_with_cas():
     admission = rc.admitted()
     dep_id = admission.receipt.resolved_deployment_id
-    generation = rc.routed().get_deployment(dep_id).generation
+    generation = rc.routed().view(lambda r: r.get_deployment(dep_id)).generation
     token = new_token()
 
     def deactivate(gen: int, tok: str):
@@ -266,7 +269,10 @@ def test_deactivate_and_activate_a_deployment_with_cas():
 
     assert deactivate(generation, token).done
     assert deactivate(generation, token).duplicate
-    assert rc.routed().get_deployment(dep_id).record.status is DeploymentStatus.INACTIVE
+    assert (
+        rc.routed().view(lambda r: r.get_deployment(dep_id)).record.status
+        is DeploymentStatus.INACTIVE
+    )
     with pytest.raises(a.StaleForm):
         a.do_activate_deployment(
             rc.routed(),
@@ -284,13 +290,16 @@ def test_deactivate_and_activate_a_deployment_with_cas():
         reason="fixed",
         token=new_token(),
     )
-    assert rc.routed().get_deployment(dep_id).record.status is DeploymentStatus.ACTIVE
+    assert (
+        rc.routed().view(lambda r: r.get_deployment(dep_id)).record.status
+        is DeploymentStatus.ACTIVE
+    )
 
 
 def test_repoint_an_alias_with_cas():
     old, new = rc.admitted("k1", "1.0.0"), rc.admitted("k2", "2.0.0")
     rc.alias_to("prod", old)
-    generation = rc.routed().resolve_alias("prod").generation
+    generation = rc.routed().view(lambda r: r.resolve_alias("prod")).generation
     token = new_token()
 
     def repoint(gen: int, tok: str):
@@ -308,7 +317,7 @@ def test_repoint_an_alias_with_cas():
     assert result.done
     assert "2.0.0" in result.detail
     assert repoint(generation, token).duplicate
-    stored = rc.routed().resolve_alias("prod").record
+    stored = rc.routed().view(lambda r: r.resolve_alias("prod")).record
     assert (stored.target_deployment_id, stored.updated_by) == (
         new.receipt.resolved_deployment_id,
         "operator:alice",
@@ -349,7 +358,7 @@ def test_a_forms_token_acts_for_its_one_action_only():
         control(a.do_cancel_workflow, target, token)
 
     assert status_of(target) is WorkflowStatus.RUNNING
-    assert rc.routed().list_control_requests(target) == []
+    assert rc.routed().view(lambda r: r.list_control_requests(target)) == []
     assert a.notes_for(target) == []
     with pytest.raises(Invalid, match="used for restart"):  # nor for any other action
         control(a.do_pause_workflow, target, token)

@@ -19,7 +19,7 @@ pytestmark = DB
 
 
 def status_of(wf: str) -> WorkflowStatus:
-    return rc.routed().get_workflow(wf).record.status  # type: ignore[arg-type]
+    return rc.routed().view(lambda r: r.get_workflow(wf)).record.status  # type: ignore[arg-type]
 
 
 def test_bulk_pause_acts_on_what_runs_and_skips_the_rest():
@@ -48,7 +48,9 @@ def test_bulk_pause_acts_on_what_runs_and_skips_the_rest():
     assert all(status_of(wf) is WorkflowStatus.PAUSE_REQUESTED for wf in running)
     assert all(r.duplicate for r in again.done)
     assert len(again.done) == 3
-    assert all(len(rc.routed().list_control_requests(wf)) == 1 for wf in running)
+    assert all(
+        len(rc.routed().view(lambda r, wf=wf: r.list_control_requests(wf))) == 1 for wf in running
+    )
 
 
 def test_bulk_refuses_actions_it_does_not_offer():

@@ -51,14 +51,14 @@ def url(action: str, wf: str) -> str:
 
 
 def status_of(wf: str) -> WorkflowStatus:
-    return rc.routed().get_workflow(wf).record.status  # type: ignore[arg-type]
+    return rc.routed().view(lambda r: r.get_workflow(wf)).record.status  # type: ignore[arg-type]
 
 
 def post(client: Client, action: str, wf: str, **fields):
     data = {
         "reason": "operator check",
         "token": new_token(),
-        "generation": rc.routed().get_workflow(wf).generation,  # type: ignore[arg-type]
+        "generation": rc.routed().view(lambda r: r.get_workflow(wf)).generation,  # type: ignore[arg-type]
     } | fields
     return client.post(url(action, wf), data)
 
@@ -96,12 +96,12 @@ def test_a_resubmitted_form_acts_once(controller):
     wf = admission.receipt.workflow_id
     fields = {"token": new_token()}
 
-    generation = rc.routed().get_workflow(wf).generation
+    generation = rc.routed().view(lambda r: r.get_workflow(wf)).generation
     first = post(controller, "pause", wf, generation=generation, **fields)
     again = post(controller, "pause", wf, generation=generation, **fields)
 
     assert first.status_code == again.status_code == 302
-    assert len(rc.routed().list_control_requests(wf)) == 1
+    assert len(rc.routed().view(lambda r: r.list_control_requests(wf))) == 1
     flashed = [m.message for m in again.wsgi_request._messages]
     assert any("already submitted" in m for m in flashed)
 
@@ -109,7 +109,7 @@ def test_a_resubmitted_form_acts_once(controller):
 def test_a_stale_form_is_answered_with_the_fresh_confirmation(controller):
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    stale = rc.routed().get_workflow(wf).generation
+    stale = rc.routed().view(lambda r: r.get_workflow(wf)).generation
     post(controller, "pause", wf)
 
     response = post(controller, "cancel", wf, generation=stale)
@@ -131,7 +131,7 @@ def test_bad_input_is_a_400_and_changes_nothing(controller, fields):
     response = post(controller, "pause", wf, **fields)
 
     assert response.status_code == 400
-    assert rc.routed().list_control_requests(wf) == []
+    assert rc.routed().view(lambda r: r.list_control_requests(wf)) == []
 
 
 def test_unknown_actions_and_workflows_are_404s(controller):
@@ -160,7 +160,7 @@ def test_a_viewer_sees_no_buttons_and_forged_posts_are_403(viewer):
     for action in ("pause", "cancel", "amend-limits", "restart", "continue"):
         assert post(viewer, action, wf).status_code == 403
         assert viewer.get(url(action, wf)).status_code == 403
-    assert rc.routed().list_control_requests(wf) == []
+    assert rc.routed().view(lambda r: r.list_control_requests(wf)) == []
 
 
 def test_each_authority_shows_and_allows_only_its_own_actions(controller, amender):
@@ -192,7 +192,7 @@ def test_read_only_refuses_everyone(settings, django_user_model):
 def test_amend_prefills_the_current_ceilings_and_raises_one(amender):
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    record = rc.routed().get_workflow(wf).record
+    record = rc.routed().view(lambda r: r.get_workflow(wf)).record
 
     form = amender.get(url("amend-limits", wf)).content.decode()
     assert f'value="{record.max_active_duration_ms}"' in form
@@ -207,7 +207,7 @@ def test_amend_prefills_the_current_ceilings_and_raises_one(amender):
     )
 
     assert response.status_code == 302
-    after = rc.routed().get_workflow(wf).record
+    after = rc.routed().view(lambda r: r.get_workflow(wf)).record
     assert after.max_active_duration_ms == record.max_active_duration_ms * 2
     assert after.authority_generation == record.authority_generation + 1
 
@@ -215,7 +215,7 @@ def test_amend_prefills_the_current_ceilings_and_raises_one(amender):
 def test_amend_refuses_a_decrease_as_400(amender):
     admission, _ = rc.running()
     wf = admission.receipt.workflow_id
-    record = rc.routed().get_workflow(wf).record
+    record = rc.routed().view(lambda r: r.get_workflow(wf)).record
 
     response = post(
         amender,
@@ -227,7 +227,7 @@ def test_amend_refuses_a_decrease_as_400(amender):
     )
 
     assert response.status_code == 400
-    assert rc.routed().list_limit_amendments(wf) == []
+    assert rc.routed().view(lambda r: r.list_limit_amendments(wf)) == []
 
 
 def test_restart_offers_the_aliases_and_lands_on_the_new_workflow(controller):
@@ -254,7 +254,7 @@ def test_continue_shows_and_resumes_from_the_latest_valid_checkpoint(controller)
 
     admission, attempt = rc.running()
     wf = admission.receipt.workflow_id
-    saved = rc.routed().save_checkpoint(checkpoint(attempt.record))
+    saved = rc.routed().transact(lambda r: r.save_checkpoint(checkpoint(attempt.record)))
     rc.end_attempt(
         attempt, AttemptStatus.FAILED, resume_capability=ResumeCapability.SAFE_CHECKPOINT
     )
@@ -265,7 +265,7 @@ def test_continue_shows_and_resumes_from_the_latest_valid_checkpoint(controller)
     response = post(controller, "continue", wf)
 
     assert response.status_code == 302
-    [result] = rc.routed().list_control_results(wf)
+    [result] = rc.routed().view(lambda r: r.list_control_results(wf))
     assert result.resume_checkpoint_id == saved.checkpoint_id
 
 

@@ -27,7 +27,7 @@ def controller(django_user_model) -> Client:
 def test_deactivate_then_a_stale_activate_is_409(controller):
     dep = rc.admitted().receipt.resolved_deployment_id
     url = f"/routed/actions/deployment/deactivate/{dep}"
-    generation = rc.routed().get_deployment(dep).generation
+    generation = rc.routed().view(lambda r: r.get_deployment(dep)).generation
 
     assert b"stops admitting" in controller.get(url).content
     done = controller.post(
@@ -39,17 +39,21 @@ def test_deactivate_then_a_stale_activate_is_409(controller):
     )
 
     assert done.status_code == 302
-    assert rc.routed().get_deployment(dep).record.status is DeploymentStatus.INACTIVE
+    assert (
+        rc.routed().view(lambda r: r.get_deployment(dep)).record.status is DeploymentStatus.INACTIVE
+    )
     assert stale.status_code == 409
     assert b"changed since you loaded it" in stale.content
-    assert rc.routed().get_deployment(dep).record.status is DeploymentStatus.INACTIVE
+    assert (
+        rc.routed().view(lambda r: r.get_deployment(dep)).record.status is DeploymentStatus.INACTIVE
+    )
 
 
 def test_repoint_an_alias_through_its_page(controller):
     old, new = rc.admitted("k1", "1.0.0"), rc.admitted("k2", "2.0.0")
     rc.alias_to("prod", old)
     target = new.receipt.resolved_deployment_id
-    generation = rc.routed().resolve_alias("prod").generation
+    generation = rc.routed().view(lambda r: r.resolve_alias("prod")).generation
 
     form = controller.get("/routed/actions/alias/repoint/prod").content.decode()
     assert target in form
@@ -64,7 +68,7 @@ def test_repoint_an_alias_through_its_page(controller):
     )
 
     assert response.status_code == 302
-    assert rc.routed().resolve_alias("prod").record.target_deployment_id == target
+    assert rc.routed().view(lambda r: r.resolve_alias("prod")).record.target_deployment_id == target
 
 
 def test_a_viewer_and_bad_input_are_refused(controller, django_user_model):
@@ -83,4 +87,6 @@ def test_a_viewer_and_bad_input_are_refused(controller, django_user_model):
         {"reason": "", "token": new_token(), "generation": "1"},
     )
     assert bad.status_code == 400
-    assert rc.routed().get_deployment(dep).record.status is DeploymentStatus.ACTIVE
+    assert (
+        rc.routed().view(lambda r: r.get_deployment(dep)).record.status is DeploymentStatus.ACTIVE
+    )

@@ -127,7 +127,7 @@ def test_the_workflow_page_shows_state_envelope_nodes_attempts_and_history(as_bo
 
 def test_a_paused_workflow_shows_its_envelope_frozen(as_bob):
     wf = rf.paused().receipt.workflow_id
-    assert rf.routed().get_workflow(wf).record.status is WorkflowStatus.PAUSED
+    assert rf.routed().view(lambda r: r.get_workflow(wf)).record.status is WorkflowStatus.PAUSED
     body = as_bob.get(reverse("routed_workflow", args=[wf])).content.decode()
     assert "frozen while paused" in body
 
@@ -252,7 +252,7 @@ def test_every_workflow_id_the_rules_accept_opens_its_page(as_bob, body):
         max_attempt_lease_ms=60_000,
         max_llm_spend_decimal="1.00",
     )
-    rf.routed().create_workflow(wf)
+    rf.routed().transact(lambda r: r.create_workflow(wf))
     url = reverse("routed_workflow", args=[wf.workflow_id])
     response = as_bob.get(url)
     assert response.status_code == 200

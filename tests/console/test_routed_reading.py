@@ -61,10 +61,13 @@ def test_a_workflow_continued_after_its_pause_no_longer_desires_the_pause(as_bob
     wf = admission.receipt.workflow_id
     outcome = rf.control(wf, ControlCommand.CONTINUE)
     assert outcome.result.applied
-    assert rf.routed().get_workflow(wf).record.status is WorkflowStatus.RUNNING
+    assert rf.routed().view(lambda r: r.get_workflow(wf)).record.status is WorkflowStatus.RUNNING
     # The store's desired state follows the continue (issue 33, storage): a pause
     # desired before it would refuse the new attempt's claim.
-    assert rf.routed().get_desired_state(wf).record.desired_command is ControlCommand.CONTINUE
+    assert (
+        rf.routed().view(lambda r: r.get_desired_state(wf)).record.desired_command
+        is ControlCommand.CONTINUE
+    )
     body = page(as_bob, wf)
     desired = body[
         body.index('id="desired-state"') : body.index("</dd>", body.index('id="desired-state"'))

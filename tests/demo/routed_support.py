@@ -71,8 +71,10 @@ def request_for(
 
 def admit(sup: Supervisor, req: InvocationRequest) -> WorkflowID:
     ref = req.requested_deployment_ref
-    dep = sup.routed.get_deployment(sup.routed.resolve_alias(ref).record.target_deployment_id)
-    admission = sup.routed.admit_invocation(req, dep.generation)
+    dep = sup.routed.view(
+        lambda r: r.get_deployment(r.resolve_alias(ref).record.target_deployment_id)
+    )
+    admission = sup.routed.transact(lambda r: r.admit_invocation(req, dep.generation))
     sup.live.add(admission.receipt.workflow_id)
     return admission.receipt.workflow_id
 
@@ -97,7 +99,7 @@ def control(
     routed: RoutedStore, workflow_id: WorkflowID, command: ControlCommand, **changes: Any
 ) -> Any:
     """An operator's request, as the console records it."""
-    wf = routed.get_workflow(workflow_id)
+    wf = routed.view(lambda r: r.get_workflow(workflow_id))
     req = ControlRequest(
         control_request_id=ControlRequestID.new(),
         workflow_id=workflow_id,
@@ -107,7 +109,7 @@ def control(
         authority_scope=AuthorityScope.CONTROL,
         idempotency_key=f"test-{command.name}-{wf.generation}",
     )
-    return routed.request_control(dataclasses.replace(req, **changes))
+    return routed.transact(lambda r: r.request_control(dataclasses.replace(req, **changes)))
 
 
 def census(routed: RoutedStore) -> list[tuple[object, ...]]:

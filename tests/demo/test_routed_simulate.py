@@ -27,15 +27,17 @@ def test_simulate_runs_routed_workflows_next_to_the_work_it_makes():
     totals = {k: int(v) for k, v in (kv.split("=") for kv in line.rsplit(": ", 1)[1].split())}
     assert totals["routed_admitted"] >= 3
     routed = default_routed_store()
-    workflows = routed.list_workflows()
+    workflows = routed.view(lambda r: r.list_workflows())
     # A few within the first seconds, and replayed or conflicting requests made none.
     assert len(workflows) == totals["routed_admitted"]
-    assert {d.record.deployment_id for d in routed.list_deployments()} == set(catalog.BY_ID)
+    assert {d.record.deployment_id for d in routed.view(lambda r: r.list_deployments())} == set(
+        catalog.BY_ID
+    )
     claimed = [
         a
         for w in workflows
-        for r in routed.list_runs(w.record.workflow_id)
-        for a in routed.list_attempts(r.record.run_id)
+        for r in routed.view(lambda r, w=w: r.list_runs(w.record.workflow_id))
+        for a in routed.view(lambda rules, r=r: rules.list_attempts(r.record.run_id))
     ]
     assert claimed, "no attempt was claimed"
     # What the workers left on disk verifies against the store.
@@ -50,7 +52,7 @@ def test_simulate_without_routed_runs_leaves_them_out():
     call_command(
         "simulate", once=2, seed=5, burst=2, quiet=True, no_routed=True, stdout=io.StringIO()
     )
-    assert default_routed_store().list_workflows() == []
+    assert default_routed_store().view(lambda r: r.list_workflows()) == []
 
 
 @db
@@ -62,6 +64,9 @@ def test_a_standalone_supervisor_moves_one_workflow_to_a_pause_on_the_database()
     assert sup.advance(wf_id) == "step"
     control(sup.routed, wf_id, ControlCommand.PAUSE)
     assert sup.advance(wf_id) == "paused"
-    assert default_routed_store().get_workflow(wf_id).record.status is WorkflowStatus.PAUSED
+    assert (
+        default_routed_store().view(lambda r: r.get_workflow(wf_id)).record.status
+        is WorkflowStatus.PAUSED
+    )
     control(sup.routed, wf_id, ControlCommand.CANCEL)
     assert sup.advance(wf_id) == "ended"

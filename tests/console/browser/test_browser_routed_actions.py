@@ -25,7 +25,7 @@ pytestmark = [
 
 
 def status_of(wf: str) -> WorkflowStatus:
-    return rc.routed().get_workflow(wf).record.status  # type: ignore[arg-type]
+    return rc.routed().view(lambda r: r.get_workflow(wf)).record.status  # type: ignore[arg-type]
 
 
 def failed_workflow() -> str:
@@ -70,11 +70,14 @@ def test_an_operator_pauses_resumes_amends_cancels_and_restarts(
     page.reload()
     expect(status).to_have_text("paused")
     expect(envelope).to_have_class(re.compile(r"envelope-frozen"))
-    frozen = rc.routed().get_time_envelope(wf).record.consumed_active_duration_ms
+    frozen = rc.routed().view(lambda r: r.get_time_envelope(wf)).record.consumed_active_duration_ms
     act(page, "resume", "provider back")
     expect(status).to_have_text("running")
     expect(envelope).not_to_have_class(re.compile(r"envelope-frozen"))
-    assert rc.routed().get_time_envelope(wf).record.consumed_active_duration_ms == frozen
+    assert (
+        rc.routed().view(lambda r: r.get_time_envelope(wf)).record.consumed_active_duration_ms
+        == frozen
+    )
     expect(page.locator("#control-history")).to_contain_text("provider outage")
 
     page.locator('[data-routed-action="amend-limits"]').click()
@@ -84,7 +87,7 @@ def test_an_operator_pauses_resumes_amends_cancels_and_restarts(
     form.locator("textarea[name=reason]").fill("a long document")
     form.locator('[data-confirm-action="amend-limits"]').click()
     expect(page.locator("#amendments")).to_contain_text("a long document")
-    assert rc.routed().get_workflow(wf).record.max_active_duration_ms == 7_200_000
+    assert rc.routed().view(lambda r: r.get_workflow(wf)).record.max_active_duration_ms == 7_200_000
 
     attempt_id = second_attempt.record.attempt_id
     page.goto(f"{live_server.url}/routed/workflows/{second.receipt.workflow_id}")

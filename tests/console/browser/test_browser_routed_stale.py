@@ -67,7 +67,10 @@ def test_a_stale_confirmation_says_in_place_that_the_workflow_changed(
     # The confirmation below it is re-read: it now cancels a workflow being paused.
     expect(theirs.locator(".inline-confirm.routed")).to_contain_text("PAUSE_REQUESTED")
     expect(theirs).to_have_url(f"{live_server.url}/routed/workflows/{wf}")
-    assert rc.routed().get_workflow(wf).record.status is WorkflowStatus.PAUSE_REQUESTED
+    assert (
+        rc.routed().view(lambda r: r.get_workflow(wf)).record.status
+        is WorkflowStatus.PAUSE_REQUESTED
+    )
 
     # Confirming again, from the fresh form, applies.
     theirs.locator(".inline-confirm.routed textarea[name=reason]").fill("duplicate order")
@@ -96,6 +99,9 @@ def test_without_script_a_stale_form_is_the_full_409_page(
     plain.locator('[data-confirm-action="cancel"]').click()
     expect(plain.locator(".warning")).to_contain_text("This workflow changed since you loaded it.")
     expect(plain.locator("form textarea[name=reason]")).to_be_visible()
-    assert rc.routed().get_workflow(wf).record.status is WorkflowStatus.PAUSE_REQUESTED
+    assert (
+        rc.routed().view(lambda r: r.get_workflow(wf)).record.status
+        is WorkflowStatus.PAUSE_REQUESTED
+    )
     assert [e for e in console_errors if e != CONFLICT] == []
     plain.context.close()

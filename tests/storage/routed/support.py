@@ -90,7 +90,7 @@ def request(
 
 
 def setup_deployment(routed: RoutedStore, **changes: Any) -> Stored[DeploymentRecord]:
-    return routed.create_deployment(deployment(**changes))
+    return routed.transact(lambda r: r.create_deployment(deployment(**changes)))
 
 
 def alias(name: str, dep: DeploymentRecord, generation: int = 0) -> AliasRecord:
@@ -99,17 +99,25 @@ def alias(name: str, dep: DeploymentRecord, generation: int = 0) -> AliasRecord:
 
 def admit(routed: RoutedStore, key: str = "key-1", **dep_changes: Any) -> Admission:
     dep = setup_deployment(routed, **dep_changes)
-    return routed.admit_invocation(request(dep.record.deployment_id, key), dep.generation)
+    return routed.transact(
+        lambda r: r.admit_invocation(request(dep.record.deployment_id, key), dep.generation)
+    )
 
 
 def first_attempt(routed: RoutedStore, admission: Admission) -> Stored[AttemptRecord]:
     r = admission.receipt
-    return routed.create_attempt(AttemptRecord(AttemptID.new(), r.run_id, r.workflow_id, 1))
+    return routed.transact(
+        lambda rules: rules.create_attempt(
+            AttemptRecord(AttemptID.new(), r.run_id, r.workflow_id, 1)
+        )
+    )
 
 
 def claimed(routed: RoutedStore, admission: Admission) -> Stored[AttemptRecord]:
     created = first_attempt(routed, admission)
-    return routed.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    return routed.transact(
+        lambda r: r.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    )
 
 
 def control(
@@ -120,7 +128,7 @@ def control(
     scope: AuthorityScope = AuthorityScope.CONTROL,
     **changes: Any,
 ) -> ControlRequest:
-    generation = routed.get_workflow(workflow_id).generation
+    generation = routed.view(lambda r: r.get_workflow(workflow_id)).generation
     req = ControlRequest(
         control_request_id=ControlRequestID.new(),
         workflow_id=workflow_id,
@@ -378,9 +386,13 @@ def check_replay(
     routed: RoutedStore,
 ) -> None:
     dep = setup_deployment(routed)
-    first = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    first = routed.transact(
+        lambda r: r.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    )
     before = counts(routed)
-    again = routed.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    again = routed.transact(
+        lambda r: r.admit_invocation(request(dep.record.deployment_id), dep.generation)
+    )
     assert again.outcome is AdmissionOutcome.IDEMPOTENT_REPLAY
     assert again.receipt == first.receipt
     assert counts(routed) == before
@@ -391,18 +403,20 @@ def make_world(routed: RoutedStore) -> dict[str, Stored[Any]]:
     admission = admit(routed, f"world-{secrets.token_hex(8)}")
     receipt = admission.receipt
     attempt = first_attempt(routed, admission)
-    [node] = routed.list_nodes(receipt.workflow_id)
-    service = routed.register_service(_service(receipt.workflow_id))
-    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    [node] = routed.view(lambda r: r.list_nodes(receipt.workflow_id))
+    service = routed.transact(lambda r: r.register_service(_service(receipt.workflow_id)))
+    batch = routed.transact(
+        lambda r: r.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    )
     return {
-        "deployment": routed.get_deployment(receipt.resolved_deployment_id),
-        "workflow": routed.get_workflow(receipt.workflow_id),
-        "run": routed.get_run(receipt.run_id),
+        "deployment": routed.view(lambda r: r.get_deployment(receipt.resolved_deployment_id)),
+        "workflow": routed.view(lambda r: r.get_workflow(receipt.workflow_id)),
+        "run": routed.view(lambda r: r.get_run(receipt.run_id)),
         "attempt": attempt,
         "node": node,
         "service": service,
         "child_batch": batch,
-        "envelope": routed.get_time_envelope(receipt.workflow_id),
+        "envelope": routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)),
     }
 
 

@@ -37,7 +37,9 @@ def routed(store: Any, axes: TwoAxes) -> RoutedStore:
 def _claim(routed: RoutedStore) -> tuple[Any, Any]:
     admission = admit(routed)
     created = first_attempt(routed, admission)
-    stored = routed.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    stored = routed.transact(
+        lambda r: r.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    )
     return admission.receipt, stored.record
 
 
@@ -53,10 +55,12 @@ def test_a_wall_jump_forward_neither_expires_a_lease_nor_charges_active_time(
     axes.set_wall(axes.now() + HOUR)
     assert _consumed(routed, receipt.workflow_id) == 2_000
     # The 30 s lease is 2 s old, not an hour: its holder still writes.
-    renewed = routed.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+    renewed = routed.transact(
+        lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+    )
     assert renewed.record.lease.expires_at == axes.now() + LEASE_MS * 1_000_000  # wall evidence
     routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
-    env = routed.get_time_envelope(receipt.workflow_id).record
+    env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 2_000
 
 
@@ -68,9 +72,11 @@ def test_a_wall_jump_backward_neither_stops_time_nor_keeps_a_lease_alive(
     axes.advance_monotonic(31 * SECOND)
     assert _consumed(routed, receipt.workflow_id) == 31_000
     with pytest.raises(LeaseFenced):
-        routed.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        routed.transact(
+            lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        )
     routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
-    env = routed.get_time_envelope(receipt.workflow_id).record
+    env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 31_000
 
 
@@ -79,10 +85,14 @@ def test_lease_expiry_is_exclusive_on_the_monotonic_axis(
 ) -> None:
     _receipt, attempt = _claim(routed)
     axes.advance_monotonic(LEASE_MS * 1_000_000 - 1)
-    renewed = routed.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+    renewed = routed.transact(
+        lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+    )
     axes.advance_monotonic(LEASE_MS * 1_000_000)
     with pytest.raises(LeaseFenced):
-        routed.update_attempt(renewed.record, renewed.generation, attempt.lease.lease_id)
+        routed.transact(
+            lambda r: r.update_attempt(renewed.record, renewed.generation, attempt.lease.lease_id)
+        )
 
 
 def test_the_envelopes_remaining_lease_decreases_and_bounds_the_deadline(
@@ -101,7 +111,9 @@ def test_the_envelopes_remaining_lease_decreases_and_bounds_the_deadline(
     axes.advance_monotonic(25 * SECOND)  # past the lease: nothing is left, never negative
     assert routed.view(read) == (0, 0)
     with pytest.raises(LeaseFenced):
-        routed.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        routed.transact(
+            lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        )
 
 
 def test_the_monotonic_axis_resumes_from_its_mark_after_a_restart(
@@ -109,19 +121,25 @@ def test_the_monotonic_axis_resumes_from_its_mark_after_a_restart(
 ) -> None:
     receipt, attempt = _claim(routed)
     axes.advance_monotonic(20 * SECOND)
-    routed.append_ledger(receipt.run_id, "a write: the mark moves to this reading")
+    routed.transact(
+        lambda r: r.append_ledger(receipt.run_id, "a write: the mark moves to this reading")
+    )
     before = routed.view(lambda r: r.monotonic_ns)
     # A new process: its own monotonic clock restarted far below the old one's.
     fresh = TwoAxes(wall=axes.now(), monotonic=7)
     again = RoutedStore(reopen(), clock=fresh, monotonic=fresh.now_monotonic)
     assert again.view(lambda r: r.monotonic_ns) == before  # never backward
-    left = again.get_time_envelope(receipt.workflow_id).record.attempt_lease_remaining_ms
+    left = again.view(
+        lambda r: r.get_time_envelope(receipt.workflow_id)
+    ).record.attempt_lease_remaining_ms
     assert left == 10_000  # the lease kept its 10 s, not 30 s nor an expiry
     fresh.advance_monotonic(4 * SECOND)
-    again.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+    again.transact(lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS))
     fresh.advance_monotonic(LEASE_MS * 1_000_000)
     with pytest.raises(LeaseFenced):
-        again.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        again.transact(
+            lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
+        )
     assert again.view(lambda r: r.monotonic_ns) == before + (4 * SECOND + LEASE_MS * 1_000_000)
 
 

@@ -72,7 +72,7 @@ def test_each_command_from_each_workflow_status(
     for status in W:
         admission = admit(routed, f"key-{command.name}-{status.name}")
         wf_id = admission.receipt.workflow_id
-        wf = routed.get_workflow(wf_id).record
+        wf = routed.view(lambda r, wf_id=wf_id: r.get_workflow(wf_id)).record
         routed.transact(
             lambda r, wf=wf, status=status: force(
                 r, S.WORKFLOW, dataclasses.replace(wf, status=status)
@@ -81,12 +81,12 @@ def test_each_command_from_each_workflow_status(
         before = bodies(routed)
         req = control(routed, wf_id, command)
         if _expected(command, status):
-            outcome = routed.request_control(req)
+            outcome = routed.transact(lambda r, req=req: r.request_control(req))
             assert outcome.result.applied, (command, status)
             assert not outcome.replay
         else:
             with pytest.raises(TransitionError):
-                routed.request_control(req)
+                routed.transact(lambda r, req=req: r.request_control(req))
             assert bodies(routed) == before, (command, status)
 
 
@@ -98,35 +98,39 @@ def test_cancel_ends_everything_under_the_workflow_and_fences_the_old_lease(
     attempt = claimed(routed, admission)
     lease = attempt.record.lease
     assert lease is not None
-    [node] = routed.list_nodes(r.workflow_id)
-    routed.create_child_batch(_batch(r.workflow_id, node.record.node_id))
+    [node] = routed.view(lambda rules: rules.list_nodes(r.workflow_id))
+    routed.transact(
+        lambda rules: rules.create_child_batch(_batch(r.workflow_id, node.record.node_id))
+    )
     clock.advance(seconds=3)
     outcome = routed.request_control(control(routed, r.workflow_id, C.CANCEL))
     assert outcome.result.applied
-    wf = routed.get_workflow(r.workflow_id).record
+    wf = routed.view(lambda rules: rules.get_workflow(r.workflow_id)).record
     assert wf.status is W.CANCELLED
     assert wf.terminal_reason is FailureReason.USER_CANCELLED
-    assert routed.get_run(r.run_id).record.status is RunStatus.CANCELLED
-    gone = routed.get_attempt(attempt.record.attempt_id)
+    assert routed.view(lambda rules: rules.get_run(r.run_id)).record.status is RunStatus.CANCELLED
+    gone = routed.view(lambda r: r.get_attempt(attempt.record.attempt_id))
     assert gone.record.status is AttemptStatus.CANCELLED
     assert gone.record.lease is None
-    assert {n.record.status for n in routed.list_nodes(r.workflow_id)} == {NodeStatus.CANCELLED}
-    assert {b.record.status for b in routed.list_child_batches(r.workflow_id)} == {
-        ChildBatchStatus.CANCELLED
-    }
-    env = routed.get_time_envelope(r.workflow_id).record
+    assert {
+        n.record.status for n in routed.view(lambda rules: rules.list_nodes(r.workflow_id))
+    } == {NodeStatus.CANCELLED}
+    assert {
+        b.record.status for b in routed.view(lambda rules: rules.list_child_batches(r.workflow_id))
+    } == {ChildBatchStatus.CANCELLED}
+    env = routed.view(lambda rules: rules.get_time_envelope(r.workflow_id)).record
     assert env.cancellation_generation == 1
     assert env.running_segment_start_ms is None
     assert env.consumed_active_duration_ms == 3000
-    desired = routed.get_desired_state(r.workflow_id).record
+    desired = routed.view(lambda rules: rules.get_desired_state(r.workflow_id)).record
     assert (desired.desired_command, desired.cancel_precedence) == (C.CANCEL, True)
     # The supervisor's late write with the revoked lease is fenced, whatever it says.
     late = dataclasses.replace(attempt.record, status=AttemptStatus.SUCCEEDED)
     before = bodies(routed)
     with pytest.raises(LeaseFenced):
-        routed.update_attempt(late, gone.generation, lease.lease_id)
+        routed.transact(lambda r: r.update_attempt(late, gone.generation, lease.lease_id))
     with pytest.raises(LeaseFenced):
-        routed.save_checkpoint(checkpoint(attempt.record))
+        routed.transact(lambda r: r.save_checkpoint(checkpoint(attempt.record)))
     assert bodies(routed) == before
 
 
@@ -142,13 +146,15 @@ def test_cancel_wins_and_stays_later_pause_and_resume_are_superseded(routed: Rou
         )
         assert not outcome.result.applied
         assert outcome.result.detail == "superseded by cancel"
-    desired = routed.get_desired_state(wf_id).record
+    desired = routed.view(lambda r: r.get_desired_state(wf_id)).record
     assert (desired.desired_command, desired.cancel_precedence) == (C.CANCEL, True)
-    assert routed.get_workflow(wf_id).record.status is W.CANCELLED
+    assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is W.CANCELLED
     history = [
         (q.command, res.applied)
         for q, res in zip(
-            routed.list_control_requests(wf_id), routed.list_control_results(wf_id), strict=True
+            routed.view(lambda r: r.list_control_requests(wf_id)),
+            routed.view(lambda r: r.list_control_results(wf_id)),
+            strict=True,
         )
     ]
     assert history == [(C.PAUSE, True), (C.CANCEL, True), (C.PAUSE, False), (C.RESUME, False)]
@@ -159,9 +165,11 @@ def test_control_requests_are_idempotent_per_workflow_and_key(routed: RoutedStor
     wf_id = admission.receipt.workflow_id
     claimed(routed, admission)
     req = control(routed, wf_id, C.PAUSE, key="op-1")
-    first = routed.request_control(req)
+    first = routed.transact(lambda r: r.request_control(req))
     before = bodies(routed)
-    again = routed.request_control(dataclasses.replace(req, expected_generation=999))
+    again = routed.transact(
+        lambda r: r.request_control(dataclasses.replace(req, expected_generation=999))
+    )
     assert again.replay
     assert again.result == first.result
     assert bodies(routed) == before
@@ -201,28 +209,39 @@ def test_pause_waits_for_the_boundary_and_the_pause_is_not_charged(
     wf_id = admission.receipt.workflow_id
     clock.advance(seconds=1)
     routed.request_control(control(routed, wf_id, C.PAUSE))
-    assert routed.get_workflow(wf_id).record.status is W.PAUSE_REQUESTED
-    assert routed.get_run(admission.receipt.run_id).record.status is RunStatus.PAUSE_REQUESTED
+    assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is W.PAUSE_REQUESTED
+    assert (
+        routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.status
+        is RunStatus.PAUSE_REQUESTED
+    )
     clock.advance(seconds=1)  # still accruing until the boundary
-    wf = routed.get_workflow(wf_id)
-    paused = routed.apply_transition(
-        wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_REACHED, "b1"
+    wf = routed.view(lambda r: r.get_workflow(wf_id))
+    paused = routed.transact(
+        lambda r: r.apply_transition(
+            wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_REACHED, "b1"
+        )
     )
     assert paused.record.status is W.PAUSED
-    assert routed.get_run(admission.receipt.run_id).record.status is RunStatus.PAUSED
-    env = routed.get_time_envelope(wf_id).record
+    assert (
+        routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.status is RunStatus.PAUSED
+    )
+    env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
     assert (env.consumed_active_duration_ms, env.frozen_consumed_ms) == (2000, 2000)
     # The same key again applies nothing; another command under it is a conflict.
-    assert routed.apply_transition(
-        wf_id, 1, TransitionCommand.PAUSE_BOUNDARY_REACHED, "b1"
-    ) == routed.get_workflow(wf_id)
+    assert routed.transact(
+        lambda r: r.apply_transition(wf_id, 1, TransitionCommand.PAUSE_BOUNDARY_REACHED, "b1")
+    ) == routed.view(lambda r: r.get_workflow(wf_id))
     with pytest.raises(IdempotencyConflict):
-        routed.apply_transition(wf_id, 1, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1")
+        routed.transact(
+            lambda r: r.apply_transition(
+                wf_id, 1, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+            )
+        )
     clock.advance(seconds=3600)  # paused for an hour: not charged
     routed.request_control(control(routed, wf_id, C.RESUME))
-    assert routed.get_workflow(wf_id).record.status is W.RUNNING
+    assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is W.RUNNING
     clock.advance(seconds=1)
-    env = routed.get_time_envelope(wf_id).record
+    env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
     now_ms = clock() // 1_000_000
     assert te.consumed_ms(env, now_ms) == 3000
     assert env.frozen_consumed_ms == 0
@@ -230,19 +249,19 @@ def test_pause_waits_for_the_boundary_and_the_pause_is_not_charged(
 
 def _stop(routed: RoutedStore, admission: Admission, status: AttemptStatus) -> None:
     """The supervisor's write ending the running attempt under its lease."""
-    [attempt] = routed.list_attempts(admission.receipt.run_id)
+    [attempt] = routed.view(lambda r: r.list_attempts(admission.receipt.run_id))
     lease = attempt.record.lease
     assert lease is not None
     stopped = dataclasses.replace(attempt.record, status=status)
-    routed.update_attempt(stopped, attempt.generation, lease.lease_id)
+    routed.transact(lambda r: r.update_attempt(stopped, attempt.generation, lease.lease_id))
 
 
 def _statuses(routed: RoutedStore, admission: Admission) -> tuple[Any, ...]:
     r = admission.receipt
-    nodes = {n.record.status for n in routed.list_nodes(r.workflow_id)}
+    nodes = {n.record.status for n in routed.view(lambda rules: rules.list_nodes(r.workflow_id))}
     return (
-        routed.get_workflow(r.workflow_id).record.status,
-        routed.get_run(r.run_id).record.status,
+        routed.view(lambda rules: rules.get_workflow(r.workflow_id)).record.status,
+        routed.view(lambda rules: rules.get_run(r.run_id)).record.status,
         nodes,
     )
 
@@ -260,10 +279,15 @@ def test_the_store_pauses_when_the_last_running_attempt_stops_under_a_pause(
     _stop(routed, admission, status)  # the boundary: nothing of the workflow runs now
 
     assert _statuses(routed, admission) == (W.PAUSED, RunStatus.PAUSED, {NodeStatus.PAUSED})
-    env = routed.get_time_envelope(wf_id).record
+    env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
     assert (env.consumed_active_duration_ms, env.frozen_consumed_ms) == (2000, 2000)
     clock.advance(seconds=60)
-    assert te.consumed_ms(routed.get_time_envelope(wf_id).record, clock() // 1_000_000) == 2000
+    assert (
+        te.consumed_ms(
+            routed.view(lambda r: r.get_time_envelope(wf_id)).record, clock() // 1_000_000
+        )
+        == 2000
+    )
 
 
 def test_a_pause_asked_while_nothing_runs_is_at_its_boundary_at_once(
@@ -281,14 +305,14 @@ def test_a_pause_asked_while_nothing_runs_is_at_its_boundary_at_once(
         "paused: no attempt was running",
     )
     assert _statuses(routed, admission) == (W.PAUSED, RunStatus.PAUSED, {NodeStatus.PAUSED})
-    assert routed.get_time_envelope(wf_id).record.running_segment_start_ms is None
+    assert routed.view(lambda r: r.get_time_envelope(wf_id)).record.running_segment_start_ms is None
 
 
 def test_a_reconciled_attempt_under_a_pause_reaches_the_boundary(routed: RoutedStore) -> None:
     admission = _running(routed)
     routed.request_control(control(routed, admission.receipt.workflow_id, C.PAUSE))
 
-    routed.reconcile_interrupted(admission.receipt.run_id)
+    routed.transact(lambda r: r.reconcile_interrupted(admission.receipt.run_id))
 
     assert _statuses(routed, admission)[:2] == (W.PAUSED, RunStatus.PAUSED)
 
@@ -310,14 +334,18 @@ def test_no_reachable_pause_boundary_fails_the_run(routed: RoutedStore) -> None:
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
     routed.request_control(control(routed, wf_id, C.PAUSE))
-    wf = routed.get_workflow(wf_id)
-    failed = routed.apply_transition(
-        wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+    wf = routed.view(lambda r: r.get_workflow(wf_id))
+    failed = routed.transact(
+        lambda r: r.apply_transition(
+            wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+        )
     )
     assert failed.record.status is W.FAILED
     assert failed.record.terminal_reason is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
-    assert routed.get_run(admission.receipt.run_id).record.status is RunStatus.FAILED
-    [attempt] = routed.list_attempts(admission.receipt.run_id)
+    assert (
+        routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.status is RunStatus.FAILED
+    )
+    [attempt] = routed.view(lambda r: r.list_attempts(admission.receipt.run_id))
     assert attempt.record.failure_reason is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
     assert attempt.record.lease is None
 
@@ -330,35 +358,38 @@ def test_restart_creates_a_new_workflow_from_the_source_receipt(routed: RoutedSt
     new_wf = outcome.result.new_workflow_id
     assert new_wf is not None
     assert new_wf != source.workflow_id
-    wf = routed.get_workflow(new_wf).record
+    wf = routed.view(lambda r: r.get_workflow(new_wf)).record
     assert wf.deployment_id == source.resolved_deployment_id  # exact by default
     assert wf.status is W.PENDING
-    provenance = routed.get_restart_provenance(new_wf)
+    provenance = routed.view(lambda r: r.get_restart_provenance(new_wf))
     assert provenance.source_workflow_id == source.workflow_id
     assert provenance.source_run_id == source.run_id
     assert provenance.source_invocation_id == source.invocation_id
-    assert routed.get_run(outcome.result.new_run_id).record.status is RunStatus.PENDING  # type: ignore[arg-type]
+    assert (
+        routed.view(lambda r: r.get_run(outcome.result.new_run_id)).record.status
+        is RunStatus.PENDING
+    )  # type: ignore[arg-type]
     # Idempotent per key: the same request again creates nothing more.
     again = routed.request_control(
         control(routed, source.workflow_id, C.RESTART, key=outcome.request.idempotency_key)
     )
     assert again.replay
-    assert len(routed.list_workflows()) == 2
+    assert len(routed.view(lambda r: r.list_workflows())) == 2
 
 
 def test_restart_through_an_alias_takes_its_current_target(routed: RoutedStore) -> None:
     v1 = setup_deployment(routed, version="1.0.0")
     v2 = setup_deployment(routed, version="2.0.0")
-    routed.compare_and_swap_alias(alias("prod", v1.record))
+    routed.transact(lambda r: r.compare_and_swap_alias(alias("prod", v1.record)))
     from .support import request
 
-    source = routed.admit_invocation(request("prod"), v1.generation).receipt
-    routed.compare_and_swap_alias(alias("prod", v2.record, 1))
+    source = routed.transact(lambda r: r.admit_invocation(request("prod"), v1.generation)).receipt
+    routed.transact(lambda r: r.compare_and_swap_alias(alias("prod", v2.record, 1)))
     outcome = routed.request_control(
         control(routed, source.workflow_id, C.RESTART, target_deployment_ref="prod")
     )
     assert outcome.result.new_workflow_id is not None
-    wf = routed.get_workflow(outcome.result.new_workflow_id).record
+    wf = routed.view(lambda r: r.get_workflow(outcome.result.new_workflow_id)).record
     assert wf.deployment_id == v2.record.deployment_id
 
 
@@ -367,26 +398,28 @@ def test_continue_adds_an_attempt_resuming_from_the_latest_valid_checkpoint(
 ) -> None:
     admission = _running(routed)
     r = admission.receipt
-    [first] = routed.list_attempts(r.run_id)
+    [first] = routed.view(lambda rules: rules.list_attempts(r.run_id))
     lease = first.record.lease
     assert lease is not None
     cp = checkpoint(first.record, 2)
-    routed.save_checkpoint(cp)
-    routed.update_attempt(
-        dataclasses.replace(
-            first.record,
-            status=AttemptStatus.FAILED,
-            failure_reason=FailureReason.AGENT_EXCEPTION,
-            resume_capability=ResumeCapability.SAFE_CHECKPOINT,
-        ),
-        first.generation,
-        lease.lease_id,
+    routed.transact(lambda r: r.save_checkpoint(cp))
+    routed.transact(
+        lambda r: r.update_attempt(
+            dataclasses.replace(
+                first.record,
+                status=AttemptStatus.FAILED,
+                failure_reason=FailureReason.AGENT_EXCEPTION,
+                resume_capability=ResumeCapability.SAFE_CHECKPOINT,
+            ),
+            first.generation,
+            lease.lease_id,
+        )
     )
     outcome = routed.request_control(control(routed, r.workflow_id, C.CONTINUE))
     result = outcome.result
     assert result.resume_reason is ResumeReason.FAILURE_CONTINUATION
     assert result.resume_checkpoint_id == cp.checkpoint_id
-    second = routed.get_attempt(result.new_attempt_id)  # type: ignore[arg-type]
+    second = routed.view(lambda r: r.get_attempt(result.new_attempt_id))  # type: ignore[arg-type]
     assert (second.record.attempt_number, second.record.status) == (2, AttemptStatus.PENDING)
     with pytest.raises(InvalidArgument):  # a live attempt: nothing to continue
         routed.request_control(control(routed, r.workflow_id, C.CONTINUE, key="again"))
@@ -412,8 +445,13 @@ def test_amendments_are_increase_only_cas_on_authority_and_record_before_after(
     clock.advance(seconds=5)
     scope = AuthorityScope.AMEND_LIMITS
     with pytest.raises(AuthorityDenied):
-        routed.append_limit_amendment(
-            wf_id, 1, _amend(wf_id, 1, new_max_active_duration_ms=7_200_000), AuthorityScope.CONTROL
+        routed.transact(
+            lambda r: r.append_limit_amendment(
+                wf_id,
+                1,
+                _amend(wf_id, 1, new_max_active_duration_ms=7_200_000),
+                AuthorityScope.CONTROL,
+            )
         )
     before = bodies(routed)
     for bad in (
@@ -424,17 +462,27 @@ def test_amendments_are_increase_only_cas_on_authority_and_record_before_after(
         {},
     ):
         with pytest.raises(InvalidArgument):
-            routed.append_limit_amendment(wf_id, 1, _amend(wf_id, 1, **bad), scope)
+            routed.transact(
+                lambda r, bad=bad: r.append_limit_amendment(
+                    wf_id, 1, _amend(wf_id, 1, **bad), scope
+                )
+            )
     with pytest.raises(CASConflict):
-        routed.append_limit_amendment(
-            wf_id, 2, _amend(wf_id, 2, new_max_active_duration_ms=7_200_000), scope
+        routed.transact(
+            lambda r: r.append_limit_amendment(
+                wf_id, 2, _amend(wf_id, 2, new_max_active_duration_ms=7_200_000), scope
+            )
         )
     assert bodies(routed) == before
-    done = routed.append_limit_amendment(
-        wf_id,
-        1,
-        _amend(wf_id, 1, new_max_active_duration_ms=7_200_000, new_max_llm_spend_decimal="9.50"),
-        scope,
+    done = routed.transact(
+        lambda r: r.append_limit_amendment(
+            wf_id,
+            1,
+            _amend(
+                wf_id, 1, new_max_active_duration_ms=7_200_000, new_max_llm_spend_decimal="9.50"
+            ),
+            scope,
+        )
     )
     assert (done.before_max_active_duration_ms, done.after_max_active_duration_ms) == (
         3_600_000,
@@ -444,10 +492,13 @@ def test_amendments_are_increase_only_cas_on_authority_and_record_before_after(
     assert done.after_max_attempt_lease_ms == done.before_max_attempt_lease_ms
     assert done.new_authority_generation == 2
     assert done.consumed_active_time_ms == 5000
-    wf = routed.get_workflow(wf_id).record
+    wf = routed.view(lambda r: r.get_workflow(wf_id)).record
     assert (wf.authority_generation, wf.max_active_duration_ms) == (2, 7_200_000)
-    assert routed.get_run(admission.receipt.run_id).record.max_active_duration_ms == 7_200_000
-    env = routed.get_time_envelope(wf_id).record
+    assert (
+        routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.max_active_duration_ms
+        == 7_200_000
+    )
+    env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
     assert (env.current_max_active_duration_ms, env.lifecycle_authority_generation) == (
         7_200_000,
         2,
@@ -455,21 +506,25 @@ def test_amendments_are_increase_only_cas_on_authority_and_record_before_after(
     assert te.consumed_ms(env, clock() // 1_000_000) == 5000  # amending loses no time
     # Replay by key returns the amendment; the same key with other values conflicts.
     assert (
-        routed.append_limit_amendment(
-            wf_id,
-            1,
-            _amend(
-                wf_id, 1, new_max_active_duration_ms=7_200_000, new_max_llm_spend_decimal="9.50"
-            ),
-            scope,
+        routed.transact(
+            lambda r: r.append_limit_amendment(
+                wf_id,
+                1,
+                _amend(
+                    wf_id, 1, new_max_active_duration_ms=7_200_000, new_max_llm_spend_decimal="9.50"
+                ),
+                scope,
+            )
         )
         == done
     )
     with pytest.raises(IdempotencyConflict):
-        routed.append_limit_amendment(
-            wf_id, 2, _amend(wf_id, 2, new_max_active_duration_ms=9_000_000), scope
+        routed.transact(
+            lambda r: r.append_limit_amendment(
+                wf_id, 2, _amend(wf_id, 2, new_max_active_duration_ms=9_000_000), scope
+            )
         )
-    assert routed.list_limit_amendments(wf_id) == [done]
+    assert routed.view(lambda r: r.list_limit_amendments(wf_id)) == [done]
 
 
 _PATHS = {
@@ -498,12 +553,16 @@ _RETIRED = {
 def _services_in_every_status(routed: RoutedStore, wf_id: Any) -> dict[str, Any]:
     made = {}
     for status, path in _PATHS.items():
-        svc = routed.register_service(
-            dataclasses.replace(_service(wf_id), service_name=f"svc-{status.lower()}")
+        svc = routed.transact(
+            lambda r, status=status: r.register_service(
+                dataclasses.replace(_service(wf_id), service_name=f"svc-{status.lower()}")
+            )
         )
         for step in path:
             moved = dataclasses.replace(svc.record, status=ServiceStatus[step])
-            svc = routed.update_service(moved, svc.generation)
+            svc = routed.transact(
+                lambda r, moved=moved, svc=svc: r.update_service(moved, svc.generation)
+            )
         made[status] = svc.record.service_id
     return made
 
@@ -520,14 +579,22 @@ def test_an_ending_workflow_retires_its_services_through_their_map(
         routed.request_control(control(routed, wf_id, C.CANCEL))
     else:
         routed.request_control(control(routed, wf_id, C.PAUSE))
-        wf = routed.get_workflow(wf_id)
-        routed.apply_transition(
-            wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+        wf = routed.view(lambda r: r.get_workflow(wf_id))
+        routed.transact(
+            lambda r: r.apply_transition(
+                wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "b1"
+            )
         )
 
-    now = {s.record.service_id: s.record.status.name for s in routed.list_services(wf_id)}
+    now = {
+        s.record.service_id: s.record.status.name
+        for s in routed.view(lambda r: r.list_services(wf_id))
+    }
     assert {status: now[made[status]] for status in made} == _RETIRED
     # The supervisor, which holds the process, records the stop once it is done.
     stopping = routed.transact(lambda r: r.get_service(made["READY"]))
     done = dataclasses.replace(stopping.record, status=ServiceStatus.STOPPED)
-    assert routed.update_service(done, stopping.generation).record.status is ServiceStatus.STOPPED
+    assert (
+        routed.transact(lambda r: r.update_service(done, stopping.generation)).record.status
+        is ServiceStatus.STOPPED
+    )

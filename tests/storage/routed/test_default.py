@@ -19,6 +19,9 @@ def test_the_default_routed_store_is_one_per_process_over_the_default_store() ->
         assert routed.store is default_store()
         assert default_routed_store() is routed
         admission = admit(routed)
-        assert default_routed_store().get_run(admission.receipt.run_id).generation == 1
+        assert (
+            default_routed_store().view(lambda r: r.get_run(admission.receipt.run_id)).generation
+            == 1
+        )
     finally:
         reset_defaults()

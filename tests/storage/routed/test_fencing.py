@@ -43,15 +43,20 @@ def _paused(routed: RoutedStore, axes: TwoAxes) -> tuple[Any, AttemptRecord, int
     running = claimed(routed, admission)
     axes.advance(SECOND)
     routed.request_control(control(routed, receipt.workflow_id, ControlCommand.PAUSE))
-    current = routed.get_attempt(running.record.attempt_id)
+    current = routed.view(lambda r: r.get_attempt(running.record.attempt_id))
     lease = running.record.lease
     assert lease is not None
-    stopped = routed.update_attempt(
-        dataclasses.replace(current.record, status=AttemptStatus.NEEDS_REPLAN),
-        current.generation,
-        lease.lease_id,
+    stopped = routed.transact(
+        lambda r: r.update_attempt(
+            dataclasses.replace(current.record, status=AttemptStatus.NEEDS_REPLAN),
+            current.generation,
+            lease.lease_id,
+        )
     )
-    assert routed.get_workflow(receipt.workflow_id).record.status is WorkflowStatus.PAUSED
+    assert (
+        routed.view(lambda r: r.get_workflow(receipt.workflow_id)).record.status
+        is WorkflowStatus.PAUSED
+    )
     return receipt, stopped.record, stopped.generation
 
 
@@ -62,16 +67,16 @@ def test_a_paused_workflow_refuses_a_claim_and_accrues_no_active_time(
     axes.advance(20 * SECOND)
     before = snapshot(routed)
     with pytest.raises(TransitionError, match="PAUSED"):
-        routed.claim_attempt(attempt.attempt_id, generation, LEASE_MS)
+        routed.transact(lambda r: r.claim_attempt(attempt.attempt_id, generation, LEASE_MS))
     assert snapshot(routed) == before
-    env = routed.get_time_envelope(receipt.workflow_id).record
+    env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert (env.consumed_active_duration_ms, env.running_segment_start_ms) == (1_000, None)
     # Resumed, it claims again and accrues from the resume on.
     routed.request_control(control(routed, receipt.workflow_id, ControlCommand.RESUME))
-    routed.claim_attempt(attempt.attempt_id, generation, LEASE_MS)
+    routed.transact(lambda r: r.claim_attempt(attempt.attempt_id, generation, LEASE_MS))
     axes.advance(2 * SECOND)
     routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
-    env = routed.get_time_envelope(receipt.workflow_id).record
+    env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 3_000
 
 
@@ -84,7 +89,9 @@ def test_a_claim_is_refused_while_pause_is_the_desired_state(routed: RoutedStore
     pause = control(routed, receipt.workflow_id, ControlCommand.PAUSE)
     routed.transact(lambda r: r._desire(pause, None))
     with pytest.raises(TransitionError, match="desired to pause"):
-        routed.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+        routed.transact(
+            lambda r: r.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+        )
 
 
 def test_a_renewal_over_the_attempt_lease_ceiling_is_refused(routed: RoutedStore) -> None:
@@ -93,11 +100,17 @@ def test_a_renewal_over_the_attempt_lease_ceiling_is_refused(routed: RoutedStore
     assert lease is not None
     before = snapshot(routed)
     with pytest.raises(InvalidArgument, match="ceiling"):
-        routed.renew_lease(stored.record.attempt_id, lease.lease_id, 30_000_000)
+        routed.transact(
+            lambda r: r.renew_lease(stored.record.attempt_id, lease.lease_id, 30_000_000)
+        )
     with pytest.raises(InvalidArgument, match="ceiling"):
-        routed.renew_lease(stored.record.attempt_id, lease.lease_id, LEASE_MS + 1)
+        routed.transact(
+            lambda r: r.renew_lease(stored.record.attempt_id, lease.lease_id, LEASE_MS + 1)
+        )
     assert snapshot(routed) == before
-    assert routed.renew_lease(stored.record.attempt_id, lease.lease_id, LEASE_MS).record.lease
+    assert routed.transact(
+        lambda r: r.renew_lease(stored.record.attempt_id, lease.lease_id, LEASE_MS)
+    ).record.lease
 
 
 def test_a_second_claim_of_a_live_lease_is_refused_until_it_expires(
@@ -108,14 +121,18 @@ def test_a_second_claim_of_a_live_lease_is_refused_until_it_expires(
     assert lease is not None
     before = snapshot(routed)
     with pytest.raises(TransitionError, match="live lease"):
-        routed.claim_attempt(stored.record.attempt_id, stored.generation, LEASE_MS)
+        routed.transact(
+            lambda r: r.claim_attempt(stored.record.attempt_id, stored.generation, LEASE_MS)
+        )
     assert snapshot(routed) == before
     axes.advance_monotonic(LEASE_MS * 1_000_000)  # expired: a claim takes it over
-    taken = routed.claim_attempt(stored.record.attempt_id, stored.generation, LEASE_MS)
+    taken = routed.transact(
+        lambda r: r.claim_attempt(stored.record.attempt_id, stored.generation, LEASE_MS)
+    )
     assert taken.record.lease is not None
     assert taken.record.lease.lease_id != lease.lease_id
     with pytest.raises(LeaseFenced):  # the old holder is fenced
-        routed.update_attempt(taken.record, taken.generation, lease.lease_id)
+        routed.transact(lambda r: r.update_attempt(taken.record, taken.generation, lease.lease_id))
 
 
 def test_an_attempt_runs_only_under_a_lease_the_store_minted(routed: RoutedStore) -> None:
@@ -123,9 +140,12 @@ def test_an_attempt_runs_only_under_a_lease_the_store_minted(routed: RoutedStore
     before = snapshot(routed)
     running = dataclasses.replace(created.record, status=AttemptStatus.RUNNING)
     with pytest.raises(LeaseFenced, match="holds no lease"):
-        routed.update_attempt(running, created.generation, None)
+        routed.transact(lambda r: r.update_attempt(running, created.generation, None))
     assert snapshot(routed) == before
-    assert routed.get_attempt(created.record.attempt_id).record.status is AttemptStatus.PENDING
+    assert (
+        routed.view(lambda r: r.get_attempt(created.record.attempt_id)).record.status
+        is AttemptStatus.PENDING
+    )
 
 
 def _artifact(attempt: AttemptRecord, rel: str = "out.txt") -> ArtifactMetadata:
@@ -147,23 +167,25 @@ def test_artifacts_of_a_cancelled_or_fenced_attempt_are_refused(
     admission = admit(routed)
     pending = first_attempt(routed, admission).record
     with pytest.raises(LeaseFenced):  # not running: no lease to write under
-        routed.accept_artifact(_artifact(pending))
-    running = routed.claim_attempt(pending.attempt_id, 1, LEASE_MS).record
+        routed.transact(lambda r: r.accept_artifact(_artifact(pending)))
+    running = routed.transact(lambda r: r.claim_attempt(pending.attempt_id, 1, LEASE_MS)).record
     assert running.lease is not None
-    assert routed.accept_artifact(_artifact(running), running.lease.lease_id).record
+    assert routed.transact(
+        lambda r: r.accept_artifact(_artifact(running), running.lease.lease_id)
+    ).record
     with pytest.raises(LeaseFenced):  # a lease that is not the attempt's
         routed.accept_artifact(_artifact(running, "b.txt"), pending.lease or _other(routed))
     axes.advance_monotonic(LEASE_MS * 1_000_000)
     with pytest.raises(LeaseFenced):  # the lease expired: fenced
-        routed.accept_artifact(_artifact(running, "late.txt"))
+        routed.transact(lambda r: r.accept_artifact(_artifact(running, "late.txt")))
     second = admit(routed, "key-2")
     live = claimed(routed, second).record
     routed.request_control(control(routed, live.workflow_id, ControlCommand.CANCEL))
     before = snapshot(routed)
     with pytest.raises(LeaseFenced):  # cancelled
-        routed.accept_artifact(_artifact(live))
+        routed.transact(lambda r: r.accept_artifact(_artifact(live)))
     assert snapshot(routed) == before
-    assert routed.list_artifacts(live.run_id) == []
+    assert routed.view(lambda r: r.list_artifacts(live.run_id)) == []
 
 
 def _other(routed: RoutedStore) -> Any:

@@ -52,27 +52,29 @@ def _ids(page) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def test_it_pages_newest_first_without_gaps_or_repeats(routed, five):
-    first = routed.page_workflows(WorkflowQuery(), limit=2)
-    second = routed.page_workflows(WorkflowQuery(), first.next_after, limit=2)
-    last = routed.page_workflows(WorkflowQuery(), second.next_after, limit=2)
+    first = routed.view(lambda r: r.page_workflows(WorkflowQuery(), limit=2))
+    second = routed.view(lambda r: r.page_workflows(WorkflowQuery(), first.next_after, limit=2))
+    last = routed.view(lambda r: r.page_workflows(WorkflowQuery(), second.next_after, limit=2))
     assert _ids(first) + _ids(second) + _ids(last) == list(reversed(five))
     assert last.next_after is None
 
 
 def test_it_selects_by_status_reason_and_deployment_in_the_store(routed, five):
-    failed = routed.page_workflows(WorkflowQuery(statuses=("FAILED",)))
+    failed = routed.view(lambda r: r.page_workflows(WorkflowQuery(statuses=("FAILED",))))
     assert _ids(failed) == [five[1], five[0]]
-    stalled = routed.page_workflows(WorkflowQuery(reasons=("STALL_TIMEOUT",)))
+    stalled = routed.view(lambda r: r.page_workflows(WorkflowQuery(reasons=("STALL_TIMEOUT",))))
     assert _ids(stalled) == [five[0]]
-    dep = routed.get_workflow(five[3]).record.deployment_id
-    assert _ids(routed.page_workflows(WorkflowQuery(deployment_ids=(dep,)))) == [five[3]]
+    dep = routed.view(lambda r: r.get_workflow(five[3])).record.deployment_id
+    assert _ids(routed.view(lambda r: r.page_workflows(WorkflowQuery(deployment_ids=(dep,))))) == [
+        five[3]
+    ]
     both = WorkflowQuery(statuses=("FAILED", "CANCELLED"), kinds=("standalone", "parent_child"))
-    assert _ids(routed.page_workflows(both)) == [five[2], five[1], five[0]]
-    assert routed.count_workflows(both) == 3
+    assert _ids(routed.view(lambda r: r.page_workflows(both))) == [five[2], five[1], five[0]]
+    assert routed.view(lambda r: r.count_workflows(both)) == 3
 
 
 def test_it_tallies_each_facet_under_the_other_conditions_only(routed, five):
-    facets = routed.workflow_facets(WorkflowQuery(statuses=("FAILED",)))
+    facets = routed.view(lambda r: r.workflow_facets(WorkflowQuery(statuses=("FAILED",))))
     # The status facet ignores the status condition, so every status is offered...
     assert facets["status"] == {"FAILED": 2, "CANCELLED": 1, "PENDING": 2}
     # ...and the others count the failed workflows only.
@@ -82,13 +84,15 @@ def test_it_tallies_each_facet_under_the_other_conditions_only(routed, five):
 
 def test_it_restricts_to_search_hits_and_to_an_id_prefix(routed, five):
     hits = WorkflowQuery(workflow_ids=(five[0], five[4]))
-    assert _ids(routed.page_workflows(hits)) == [five[4], five[0]]
-    assert _ids(routed.page_workflows(WorkflowQuery(id_prefix=five[2][:12]))) == [five[2]]
-    assert routed.page_workflows(WorkflowQuery(workflow_ids=())).rows == []
+    assert _ids(routed.view(lambda r: r.page_workflows(hits))) == [five[4], five[0]]
+    assert _ids(routed.view(lambda r: r.page_workflows(WorkflowQuery(id_prefix=five[2][:12])))) == [
+        five[2]
+    ]
+    assert routed.view(lambda r: r.page_workflows(WorkflowQuery(workflow_ids=()))).rows == []
 
 
 def test_an_unknown_page_position_selects_nothing(routed, five):
-    page = routed.page_workflows(WorkflowQuery(), WorkflowID("wf-never"))
+    page = routed.view(lambda r: r.page_workflows(WorkflowQuery(), WorkflowID("wf-never")))
     assert page.rows == []
     assert page.next_after is None
 
@@ -96,7 +100,7 @@ def test_an_unknown_page_position_selects_nothing(routed, five):
 @pytest.mark.parametrize("limit", [0, -1, 501])
 def test_it_refuses_a_page_size_out_of_range(routed, limit):
     with pytest.raises(InvalidArgument):
-        routed.page_workflows(WorkflowQuery(), limit=limit)
+        routed.view(lambda r: r.page_workflows(WorkflowQuery(), limit=limit))
 
 
 def test_it_finds_the_workflow_of_any_routed_id_or_prefix(routed):
@@ -104,12 +108,16 @@ def test_it_finds_the_workflow_of_any_routed_id_or_prefix(routed):
     attempt = claimed(routed, admission).record
     wf = admission.receipt.workflow_id
     for text in (wf, wf[:8], admission.receipt.run_id, attempt.attempt_id[:10]):
-        assert wf in {hit.workflow_id for hit in routed.find_ids(text)}, text
+        assert wf in {
+            hit.workflow_id for hit in routed.view(lambda r, text=text: r.find_ids(text))
+        }, text
     # The ID's body alone (an alert may drop the prefix) is tried after every prefix.
-    assert {h.kind for h in routed.find_ids(attempt.attempt_id[3:])} == {"attempt"}
-    dep = routed.find_ids(admission.receipt.resolved_deployment_id)
+    assert {h.kind for h in routed.view(lambda r: r.find_ids(attempt.attempt_id[3:]))} == {
+        "attempt"
+    }
+    dep = routed.view(lambda r: r.find_ids(admission.receipt.resolved_deployment_id))
     assert [(h.kind, h.workflow_id) for h in dep] == [("deployment", "")]
-    assert routed.find_ids("wf-nothing-like-it") == []
+    assert routed.view(lambda r: r.find_ids("wf-nothing-like-it")) == []
 
 
 def test_facet_columns_follow_every_write(routed):
@@ -120,9 +128,16 @@ def test_facet_columns_follow_every_write(routed):
         status=WorkflowStatus.FAILED,
         terminal_reason=FailureReason.ACTIVE_TIME_EXHAUSTED,
     )
-    assert _ids(routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",)))) == [wf]
+    assert _ids(
+        routed.view(lambda r: r.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",))))
+    ) == [wf]
     _set(routed, wf, terminal_reason=None)
-    assert routed.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",))).rows == []
+    assert (
+        routed.view(
+            lambda r: r.page_workflows(WorkflowQuery(reasons=("ACTIVE_TIME_EXHAUSTED",)))
+        ).rows
+        == []
+    )
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "view"])
@@ -132,9 +147,11 @@ def test_each_read_is_one_statement_on_the_orm(clock):
     routed = RoutedStore(OrmStore(clock=clock))
     five = [admit(routed, key=f"k{i}").receipt.workflow_id for i in range(5)]
     with CaptureQueriesContext(connections["view"]) as page:
-        routed.page_workflows(WorkflowQuery(statuses=("FAILED",)), five[1], limit=2)
+        routed.view(
+            lambda r: r.page_workflows(WorkflowQuery(statuses=("FAILED",)), five[1], limit=2)
+        )
     with CaptureQueriesContext(connections["view"]) as facets:
-        routed.workflow_facets(WorkflowQuery(kinds=("standalone",)))
+        routed.view(lambda r: r.workflow_facets(WorkflowQuery(kinds=("standalone",))))
 
     def routed_selects(ctx: CaptureQueriesContext, table: str) -> int:
         return sum(f'"{table}"' in q["sql"] for q in ctx.captured_queries)

@@ -19,7 +19,7 @@ def test_opening_a_fresh_store_writes_nothing_and_the_first_write_stamps_it(
 ) -> None:
     before = written(store)
     routed = RoutedStore(store)
-    routed.list_workflows()
+    routed.view(lambda r: r.list_workflows())
     assert written(store) == before
     admit(routed)
     assert routed.view(lambda r: r._read(META, "schema")) is not None
@@ -33,7 +33,7 @@ def test_opening_a_used_store_and_reading_it_write_nothing(store: Any, clock: Fa
     clock.advance(seconds=5)  # a commit now would move the clock row
     before = written(store)
     again = RoutedStore(store)
-    again.get_workflow(workflow_id)
-    again.get_time_envelope(workflow_id)
-    again.list_attempts(admission.receipt.run_id)
+    again.view(lambda r: r.get_workflow(workflow_id))
+    again.view(lambda r: r.get_time_envelope(workflow_id))
+    again.view(lambda r: r.list_attempts(admission.receipt.run_id))
     assert written(store) == before

@@ -57,6 +57,6 @@ def test_two_processes_admitting_one_key_get_one_receipt(tmp_path: Path) -> None
         outcomes = sorted(o for o, _ in by_key[key])
         assert outcomes == ["ACCEPTED", "IDEMPOTENT_REPLAY"], key
         assert len({inv for _, inv in by_key[key]}) == 1, key
-    receipts = routed.list_invocations()
+    receipts = routed.view(lambda r: r.list_invocations())
     assert len(receipts) == len(keys)
-    assert len(routed.list_workflows()) == len(keys)
+    assert len(routed.view(lambda r: r.list_workflows())) == len(keys)

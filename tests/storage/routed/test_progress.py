@@ -109,12 +109,12 @@ def test_a_heartbeat_moves_the_progress_on_and_creates_no_checkpoint(
     first = beat(at, "planning")
     at.journal.append(InvokeJobEvent(2, 0, InvokeJobEventKind.STARTED, "{}"))
     assert at.tailer.poll() == [None, None]
-    progress = routed.get_attempt_progress(at.record.attempt_id)
+    progress = routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id))
     assert (progress.last_phase, progress.last_sequence) == ("planning", 2)
     assert progress.last_heartbeat >= first.timestamp
     assert progress.latest_checkpoint_id is None
     with pytest.raises(RoutedNotFound):
-        routed.get_latest_checkpoint(at.record.attempt_id)
+        routed.view(lambda r: r.get_latest_checkpoint(at.record.attempt_id))
 
 
 def test_a_checkpoint_is_saved_with_its_digests_and_named_by_the_progress(
@@ -126,15 +126,17 @@ def test_a_checkpoint_is_saved_with_its_digests_and_named_by_the_progress(
     none, checkpoint_id = at.tailer.poll()
     assert none is None
     assert checkpoint_id is not None
-    cp = RoutedStore(store).get_checkpoint(checkpoint_id)  # durable: another store reads it
+    cp = RoutedStore(store).view(
+        lambda r: r.get_checkpoint(checkpoint_id)
+    )  # durable: another store reads it
     cp.verify_digest()
     assert (cp.sequence, cp.phase, cp.artifact_references) == (2, "writing", ("out.json",))
     assert cp.artifact_meta_digest == artifact_meta_digest([meta])
     assert cp.lease_id == at.lease
-    progress = routed.get_attempt_progress(at.record.attempt_id)
+    progress = routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id))
     assert progress.latest_checkpoint_id == checkpoint_id
     assert progress.resume_capability is ResumeCapability.SAFE_CHECKPOINT
-    assert routed.get_latest_checkpoint(at.record.attempt_id) == cp
+    assert routed.view(lambda r: r.get_latest_checkpoint(at.record.attempt_id)) == cp
 
 
 def test_a_new_tailer_resumes_after_the_last_ingested_event(
@@ -145,19 +147,19 @@ def test_a_new_tailer_resumes_after_the_last_ingested_event(
     beat(at, "two")
     again = ProgressTailer(at.journal, routed, at.lease)
     assert again.poll() == [None]
-    assert routed.get_attempt_progress(at.record.attempt_id).last_sequence == 2
+    assert routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id)).last_sequence == 2
     assert again.poll() == []
 
 
 def invalid_recorded(routed: RoutedStore, at: Attempt) -> str:
     """The first journal error's trace: frozen progress, NONE on progress and attempt,
     one ledger entry; returns the recorded reason."""
-    progress = routed.get_attempt_progress(at.record.attempt_id)
+    progress = routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id))
     assert progress.resume_capability is ResumeCapability.NONE
     assert progress.journal_error is not None
-    attempt = routed.get_attempt(at.record.attempt_id).record
+    attempt = routed.view(lambda r: r.get_attempt(at.record.attempt_id)).record
     assert attempt.resume_capability is ResumeCapability.NONE
-    ledger = [e.entry for e in routed.list_ledger(at.record.run_id)]
+    ledger = [e.entry for e in routed.view(lambda r: r.list_ledger(at.record.run_id))]
     assert [e for e in ledger if e.startswith(JOURNAL_INVALID)] == [
         f"{JOURNAL_INVALID}: attempt {at.record.attempt_id}: {progress.journal_error}"
     ]
@@ -172,13 +174,15 @@ def test_a_tampered_record_is_refused_before_anything_is_updated(
     with pytest.raises(JournalInvalid):
         at.tailer.ingest_record(line)
     assert "HMAC" in invalid_recorded(routed, at)
-    assert routed.get_attempt_progress(at.record.attempt_id).last_sequence == 0
+    assert routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id)).last_sequence == 0
     # The first error is the finding: later records, even good ones, are refused.
     with pytest.raises(JournalInvalid):
         at.tailer.ingest_record(marshal_canonical(good))
     with pytest.raises(InvalidArgument):  # nor can progress be saved past it
-        routed.save_attempt_progress(
-            AttemptProgress(at.record.attempt_id, at.record.run_id, "x", 1, 1)
+        routed.transact(
+            lambda r: r.save_attempt_progress(
+                AttemptProgress(at.record.attempt_id, at.record.run_id, "x", 1, 1)
+            )
         )
 
 
@@ -203,7 +207,7 @@ def test_a_tampered_journal_file_stops_the_tailer(
     invalid_recorded(routed, at)
     assert at.tailer.poll() == []
     with pytest.raises(RoutedNotFound):
-        routed.get_latest_checkpoint(at.record.attempt_id)
+        routed.view(lambda r: r.get_latest_checkpoint(at.record.attempt_id))
 
 
 def test_the_journals_last_event_removed_stops_the_tailer(
@@ -249,7 +253,7 @@ def test_a_checkpoint_naming_an_artifact_never_accepted_is_refused(
         at.tailer.poll()
     invalid_recorded(routed, at)
     with pytest.raises(RoutedNotFound):
-        routed.get_latest_checkpoint(at.record.attempt_id)
+        routed.view(lambda r: r.get_latest_checkpoint(at.record.attempt_id))
 
 
 def test_a_checkpoint_extra_field_is_refused(routed: RoutedStore, at: Attempt) -> None:
@@ -263,14 +267,18 @@ def test_save_attempt_progress_round_trips_and_never_goes_back(
     routed: RoutedStore, at: Attempt
 ) -> None:
     progress = AttemptProgress(at.record.attempt_id, at.record.run_id, "p", 5, 4)
-    assert routed.save_attempt_progress(progress) == progress
-    assert routed.get_attempt_progress(at.record.attempt_id) == progress
+    assert routed.transact(lambda r: r.save_attempt_progress(progress)) == progress
+    assert routed.view(lambda r: r.get_attempt_progress(at.record.attempt_id)) == progress
     before = snapshot(routed)
     with pytest.raises(JournalSequenceConflict):
-        routed.save_attempt_progress(dataclasses.replace(progress, last_sequence=3))
+        routed.transact(
+            lambda r: r.save_attempt_progress(dataclasses.replace(progress, last_sequence=3))
+        )
     assert snapshot(routed) == before
     with pytest.raises(JournalSequenceConflict):  # ingestion wants exactly 5 next
-        routed.ingest_progress(dataclasses.replace(progress, last_sequence=7), None)
+        routed.transact(
+            lambda r: r.ingest_progress(dataclasses.replace(progress, last_sequence=7), None)
+        )
     assert snapshot(routed) == before
 
 
@@ -278,16 +286,16 @@ def test_a_checkpoint_is_immutable(routed: RoutedStore, at: Attempt) -> None:
     checkpoint(at)
     (checkpoint_id,) = at.tailer.poll()
     assert checkpoint_id is not None
-    cp = routed.get_checkpoint(checkpoint_id)
+    cp = routed.view(lambda r: r.get_checkpoint(checkpoint_id))
     with pytest.raises(dataclasses.FrozenInstanceError):
         cp.phase = "other"  # type: ignore[misc]
     changed = dataclasses.replace(cp, phase="other")
     changed = dataclasses.replace(changed, checkpoint_digest=changed.compute_digest())
     before = snapshot(routed)
     with pytest.raises(AlreadyExists):
-        routed.save_checkpoint(changed)
+        routed.transact(lambda r: r.save_checkpoint(changed))
     assert snapshot(routed) == before
-    assert routed.get_checkpoint(checkpoint_id) == cp
+    assert routed.view(lambda r: r.get_checkpoint(checkpoint_id)) == cp
 
 
 # -- resume ----------------------------------------------------------------------------------
@@ -298,9 +306,9 @@ def test_resume_data_loads_and_validates_for_its_run_policy_and_image(
     checkpoint(at, ("state.bin",))
     checkpoint(at, ("state.bin",), safe=False)  # the latest *safe* one is loaded
     at.tailer.poll()
-    run = routed.get_run(at.record.run_id).record
-    image = routed.get_deployment(
-        routed.get_workflow(run.workflow_id).record.deployment_id
+    run = routed.view(lambda r: r.get_run(at.record.run_id)).record
+    image = routed.view(
+        lambda r: r.get_deployment(r.get_workflow(run.workflow_id).record.deployment_id)
     ).record.image_lock_digest
     data = load_resume_checkpoint(
         routed, at.record.attempt_id, at.record.run_id, ResumeReason.FAILURE_CONTINUATION

@@ -44,7 +44,7 @@ def test_a_record_of_an_unknown_version_is_refused_and_left_untouched(
     _stamp(routed, "run", run_id, version)
     before = bodies(routed)
     with pytest.raises(UnknownSchemaVersion):
-        routed.get_run(run_id)
+        routed.view(lambda r: r.get_run(run_id))
     with pytest.raises(UnknownSchemaVersion):  # a write reads the row first: refused
         routed.request_control(
             control(routed, admission.receipt.workflow_id, ControlCommand.CANCEL)
@@ -74,9 +74,12 @@ def test_an_older_stamp_that_the_registry_knows_is_migrated_on_read(store: Any) 
     routed = RoutedStore(store, registry=registry)
     admission = admit(routed)
     _stamp(routed, "run", admission.receipt.run_id, "0.2.0")
-    assert routed.get_run(admission.receipt.run_id).record.status is RunStatus.PENDING
+    assert (
+        routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.status
+        is RunStatus.PENDING
+    )
     with pytest.raises(UnknownSchemaVersion):  # the default registry knows no 0.2.0
-        RoutedStore(store).get_run(admission.receipt.run_id)
+        RoutedStore(store).view(lambda r: r.get_run(admission.receipt.run_id))
 
 
 def test_stored_bytes_that_are_not_a_record_are_corrupt(routed: RoutedStore) -> None:
@@ -88,4 +91,4 @@ def test_stored_bytes_that_are_not_a_record_are_corrupt(routed: RoutedStore) -> 
 
     routed.transact(garble)
     with pytest.raises(Corrupt):
-        routed.get_run(admission.receipt.run_id)
+        routed.view(lambda r: r.get_run(admission.receipt.run_id))

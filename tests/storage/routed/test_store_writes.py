@@ -70,18 +70,22 @@ def test_deployment_status_alias_and_envelope_writes_are_cas_too(
     dep = world["deployment"]
     before = bodies(routed)
     with pytest.raises(CASConflict):
-        routed.set_deployment_status(
-            dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation + 1
+        routed.transact(
+            lambda r: r.set_deployment_status(
+                dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation + 1
+            )
         )
     env = world["envelope"]
     wf_id = world["workflow"].record.workflow_id
     with pytest.raises(CASConflict):
-        routed.put_time_envelope(wf_id, env.record, env.generation + 5)
+        routed.transact(lambda r: r.put_time_envelope(wf_id, env.record, env.generation + 5))
     with pytest.raises(AlreadyExists):  # 0 creates; the envelope exists (resolution 4)
-        routed.put_time_envelope(wf_id, env.record, 0)
+        routed.transact(lambda r: r.put_time_envelope(wf_id, env.record, 0))
     assert bodies(routed) == before
-    moved = routed.set_deployment_status(
-        dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation
+    moved = routed.transact(
+        lambda r: r.set_deployment_status(
+            dep.record.deployment_id, DeploymentStatus.INACTIVE, dep.generation
+        )
     )
     assert (moved.generation, moved.record.generation) == (dep.generation + 1,) * 2
     assert moved.record.deactivated_at is not None
@@ -127,7 +131,11 @@ def test_updates_with_a_wrong_prefix_write_nothing(
     run = world["run"]
     before = bodies(routed)
     with pytest.raises(InvalidArgument):
-        routed.update_run(dataclasses.replace(run.record, node_id=RunID("run-x")), run.generation)
+        routed.transact(
+            lambda r: r.update_run(
+                dataclasses.replace(run.record, node_id=RunID("run-x")), run.generation
+            )
+        )
     assert bodies(routed) == before
 
 
@@ -136,7 +144,9 @@ def test_handoffs_commit_once_and_respect_classification(
 ) -> None:
     wf_id = world["workflow"].record.workflow_id
     source = world["node"].record
-    target = routed.create_node(PipelineNode(NodeID.new(), wf_id, 1, "p2", "1")).record
+    target = routed.transact(
+        lambda r: r.create_node(PipelineNode(NodeID.new(), wf_id, 1, "p2", "1"))
+    ).record
     handoff = HandoffEnvelope(
         HandoffID.new(),
         wf_id,
@@ -145,24 +155,36 @@ def test_handoffs_commit_once_and_respect_classification(
         '{"k":1}',
         DataClassification.INTERNAL,
     )
-    routed.commit_handoff(handoff)
-    assert routed.get_node(target.node_id).record.incoming_handoff_id == handoff.handoff_id
+    routed.transact(lambda r: r.commit_handoff(handoff))
+    assert (
+        routed.view(lambda r: r.get_node(target.node_id)).record.incoming_handoff_id
+        == handoff.handoff_id
+    )
     with pytest.raises(AlreadyExists):
-        routed.commit_handoff(handoff)
-    assert [h.handoff_id for h in routed.list_handoffs(wf_id)] == [handoff.handoff_id]
+        routed.transact(lambda r: r.commit_handoff(handoff))
+    assert [h.handoff_id for h in routed.view(lambda r: r.list_handoffs(wf_id))] == [
+        handoff.handoff_id
+    ]
 
 
 def test_node_status_changes_are_recorded_as_transitions(
     routed: RoutedStore, world: dict[str, Stored[Any]]
 ) -> None:
     node = world["node"]
-    moved = routed.update_node(
-        dataclasses.replace(node.record, status=NodeStatus.LAUNCHING), node.generation
+    moved = routed.transact(
+        lambda r: r.update_node(
+            dataclasses.replace(node.record, status=NodeStatus.LAUNCHING), node.generation
+        )
     )
-    routed.update_node(
-        dataclasses.replace(moved.record, status=NodeStatus.RUNNING), moved.generation
+    routed.transact(
+        lambda r: r.update_node(
+            dataclasses.replace(moved.record, status=NodeStatus.RUNNING), moved.generation
+        )
     )
-    got = [(t.from_state, t.to_state) for t in routed.list_node_transitions(node.record.node_id)]
+    got = [
+        (t.from_state, t.to_state)
+        for t in routed.view(lambda r: r.list_node_transitions(node.record.node_id))
+    ]
     assert got == [
         (NodeStatus.PENDING, NodeStatus.READY),
         (NodeStatus.READY, NodeStatus.LAUNCHING),

@@ -39,7 +39,7 @@ def _pipeline(routed: RoutedStore, key: str = "key-1") -> Admission:
 
 
 def _stages(routed: RoutedStore, admission: Admission) -> list[Any]:
-    nodes = routed.list_nodes(admission.receipt.workflow_id)
+    nodes = routed.view(lambda r: r.list_nodes(admission.receipt.workflow_id))
     return sorted((n.record for n in nodes), key=lambda n: n.stage_order)
 
 
@@ -49,7 +49,10 @@ def test_a_pipeline_is_admitted_with_every_stage_in_order_and_the_first_ready(
     admission = _pipeline(routed)
     r = admission.receipt
 
-    assert routed.get_workflow(r.workflow_id).record.workflow_kind == "pipeline"
+    assert (
+        routed.view(lambda rules: rules.get_workflow(r.workflow_id)).record.workflow_kind
+        == "pipeline"
+    )
     stages = _stages(routed, admission)
     assert [(n.stage_order, n.package_name, n.package_version) for n in stages] == [
         (0, "fetch", "1.0"),
@@ -58,8 +61,16 @@ def test_a_pipeline_is_admitted_with_every_stage_in_order_and_the_first_ready(
     ]
     assert [n.status for n in stages] == [NodeStatus.READY, NodeStatus.PENDING, NodeStatus.PENDING]
     assert stages[0].run_id == r.run_id
-    assert [len(routed.list_node_transitions(n.node_id)) for n in stages] == [1, 0, 0]
-    runs = {s.record.run_id: s.record for s in routed.list_runs(r.workflow_id)}
+    assert [
+        len(routed.view(lambda r, n=n: r.list_node_transitions(n.node_id))) for n in stages
+    ] == [
+        1,
+        0,
+        0,
+    ]
+    runs = {
+        s.record.run_id: s.record for s in routed.view(lambda rules: rules.list_runs(r.workflow_id))
+    }
     assert set(runs) == {n.run_id for n in stages}
     for node in stages:
         run = runs[node.run_id]  # type: ignore[index]
@@ -68,7 +79,7 @@ def test_a_pipeline_is_admitted_with_every_stage_in_order_and_the_first_ready(
             node.node_id,
             RunStatus.PENDING,
         )
-    [service] = routed.list_services(r.workflow_id)
+    [service] = routed.view(lambda rules: rules.list_services(r.workflow_id))
     assert (service.record.service_name, service.record.package_name) == ("search", "mcp.search")
     assert service.record.status is ServiceStatus.DECLARED
 
@@ -92,15 +103,19 @@ def test_a_stage_takes_its_handoff_from_the_stage_before_and_becomes_ready(
     before = counts(routed)
     for source, target in ((first, third), (second, first), (third, second)):
         with pytest.raises(InvalidArgument):
-            routed.commit_handoff(_handoff(admission, source, target))
+            routed.transact(
+                lambda r, source=source, target=target: r.commit_handoff(
+                    _handoff(admission, source, target)
+                )
+            )
     assert counts(routed) == before
 
-    handoff = routed.commit_handoff(_handoff(admission, first, second))
+    handoff = routed.transact(lambda r: r.commit_handoff(_handoff(admission, first, second)))
 
     now = {n.stage_order: n for n in _stages(routed, admission)}
     assert now[1].incoming_handoff_id == handoff.handoff_id
     assert now[1].status is NodeStatus.READY
-    [ready] = routed.list_node_transitions(second.node_id)
+    [ready] = routed.view(lambda r: r.list_node_transitions(second.node_id))
     assert (ready.from_state, ready.to_state) == (NodeStatus.PENDING, NodeStatus.READY)
     assert now[2].status is NodeStatus.PENDING
 
@@ -118,23 +133,33 @@ def _batch(admission: Admission, node: Any, package: str, version: str) -> Child
 def test_a_parent_spawns_only_what_its_admitted_allowlist_holds(routed: RoutedStore) -> None:
     parent = admit(routed, nested_package_digests={"child:worker@2.0": "sha256:w"})
     [node] = _stages(routed, parent)
-    run = routed.get_run(parent.receipt.run_id).record
-    assert routed.get_workflow(parent.receipt.workflow_id).record.workflow_kind == "parent_child"
+    run = routed.view(lambda r: r.get_run(parent.receipt.run_id)).record
+    assert (
+        routed.view(lambda r: r.get_workflow(parent.receipt.workflow_id)).record.workflow_kind
+        == "parent_child"
+    )
     assert (run.run_kind, node.status) == ("parent", NodeStatus.READY)
-    routed.create_child_batch(_batch(parent, node, "worker", "2.0"))
+    routed.transact(lambda r: r.create_child_batch(_batch(parent, node, "worker", "2.0")))
     before = counts(routed)
 
     for package, version in (("worker", "2.1"), ("other", "2.0")):
         with pytest.raises(InvalidArgument, match="allowlist"):
-            routed.create_child_batch(_batch(parent, node, package, version))
+            routed.transact(
+                lambda r, package=package, version=version: r.create_child_batch(
+                    _batch(parent, node, package, version)
+                )
+            )
     alone = admit(routed, "key-2", nested_package_digests={})
     [only] = _stages(routed, alone)
     after_alone = counts(routed)
     with pytest.raises(InvalidArgument, match="allowlist"):
-        routed.create_child_batch(_batch(alone, only, "worker", "2.0"))
+        routed.transact(lambda r: r.create_child_batch(_batch(alone, only, "worker", "2.0")))
 
-    assert routed.get_workflow(alone.receipt.workflow_id).record.workflow_kind == "standalone"
-    assert routed.get_run(alone.receipt.run_id).record.run_kind == "standalone"
+    assert (
+        routed.view(lambda r: r.get_workflow(alone.receipt.workflow_id)).record.workflow_kind
+        == "standalone"
+    )
+    assert routed.view(lambda r: r.get_run(alone.receipt.run_id)).record.run_kind == "standalone"
     assert counts(routed)["child_batch"] == before["child_batch"] == after_alone["child_batch"]
 
 
@@ -159,7 +184,7 @@ def test_a_deployment_whose_declarations_fit_no_shape_is_refused(
 ) -> None:
     before = counts(routed)
     with pytest.raises(InvalidArgument):
-        routed.create_deployment(deployment(nested_package_digests=digests))
+        routed.transact(lambda r: r.create_deployment(deployment(nested_package_digests=digests)))
     assert counts(routed) == before
 
 
@@ -172,11 +197,11 @@ def test_a_failure_at_any_step_of_a_pipeline_admission_creates_nothing(
             raise Boom(at)
 
     plain = RoutedStore(store)
-    dep = plain.create_deployment(deployment(nested_package_digests=PIPELINE))
+    dep = plain.transact(lambda r: r.create_deployment(deployment(nested_package_digests=PIPELINE)))
     before = counts(plain)
     with pytest.raises(Boom):
-        RoutedStore(store, fault=fault).admit_invocation(
-            request(dep.record.deployment_id), dep.generation
+        RoutedStore(store, fault=fault).transact(
+            lambda r: r.admit_invocation(request(dep.record.deployment_id), dep.generation)
         )
     assert counts(plain) == before
 
@@ -187,17 +212,21 @@ def test_cancel_and_restart_keep_to_the_pipeline(routed: RoutedStore) -> None:
 
     routed.request_control(control(routed, wf_id, ControlCommand.CANCEL))
     assert {n.status for n in _stages(routed, admission)} == {NodeStatus.CANCELLED}
-    assert {r.record.status for r in routed.list_runs(wf_id)} == {RunStatus.CANCELLED}
-    assert routed.get_workflow(wf_id).record.status is WorkflowStatus.CANCELLED
+    assert {r.record.status for r in routed.view(lambda r: r.list_runs(wf_id))} == {
+        RunStatus.CANCELLED
+    }
+    assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is WorkflowStatus.CANCELLED
 
     outcome = routed.request_control(control(routed, wf_id, ControlCommand.RESTART))
     new_wf = outcome.result.new_workflow_id
     assert new_wf is not None
-    nodes = sorted((n.record for n in routed.list_nodes(new_wf)), key=lambda n: n.stage_order)
+    nodes = sorted(
+        (n.record for n in routed.view(lambda r: r.list_nodes(new_wf))), key=lambda n: n.stage_order
+    )
     assert [(n.package_name, n.status) for n in nodes] == [
         ("fetch", NodeStatus.READY),
         ("summarise", NodeStatus.PENDING),
         ("publish", NodeStatus.PENDING),
     ]
-    assert len(routed.list_runs(new_wf)) == 3
-    assert routed.get_workflow(new_wf).record.workflow_kind == "pipeline"
+    assert len(routed.view(lambda r: r.list_runs(new_wf))) == 3
+    assert routed.view(lambda r: r.get_workflow(new_wf)).record.workflow_kind == "pipeline"

@@ -31,14 +31,18 @@ from .support import snapshot as bodies
 
 def test_child_results_commit_once_per_child_of_a_live_batch(routed: RoutedStore) -> None:
     receipt = admit(routed).receipt
-    [node] = routed.list_nodes(receipt.workflow_id)
-    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    [node] = routed.view(lambda r: r.list_nodes(receipt.workflow_id))
+    batch = routed.transact(
+        lambda r: r.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    )
     children = (RunID.new(), RunID.new())
-    batch = routed.update_child_batch(
-        dataclasses.replace(
-            batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children
-        ),
-        batch.generation,
+    batch = routed.transact(
+        lambda r: r.update_child_batch(
+            dataclasses.replace(
+                batch.record, status=ChildBatchStatus.ALLOCATED, child_run_ids=children
+            ),
+            batch.generation,
+        )
     )
     result = ChildResult(
         ChildResultID.new(),
@@ -47,33 +51,45 @@ def test_child_results_commit_once_per_child_of_a_live_batch(routed: RoutedStore
         RunStatus.SUCCEEDED,
         '{"ok":1}',
     )
-    routed.commit_child_result(result)
+    routed.transact(lambda r: r.commit_child_result(result))
     with pytest.raises(AlreadyExists):
-        routed.commit_child_result(dataclasses.replace(result, child_result_id=ChildResultID.new()))
+        routed.transact(
+            lambda r: r.commit_child_result(
+                dataclasses.replace(result, child_result_id=ChildResultID.new())
+            )
+        )
     with pytest.raises(RoutedNotFound):  # not a child of this batch
-        routed.commit_child_result(
-            dataclasses.replace(
-                result, child_result_id=ChildResultID.new(), child_run_id=RunID.new()
+        routed.transact(
+            lambda r: r.commit_child_result(
+                dataclasses.replace(
+                    result, child_result_id=ChildResultID.new(), child_run_id=RunID.new()
+                )
             )
         )
     with pytest.raises(InvalidArgument):  # a child result reports a finished run
-        routed.commit_child_result(
-            dataclasses.replace(
-                result,
-                child_result_id=ChildResultID.new(),
-                child_run_id=children[1],
-                status=RunStatus.RUNNING,
+        routed.transact(
+            lambda r: r.commit_child_result(
+                dataclasses.replace(
+                    result,
+                    child_result_id=ChildResultID.new(),
+                    child_run_id=children[1],
+                    status=RunStatus.RUNNING,
+                )
             )
         )
-    [stored] = routed.list_child_results(batch.record.child_batch_id)
+    [stored] = routed.view(lambda r: r.list_child_results(batch.record.child_batch_id))
     assert stored.child_run_id == children[0]
-    cancelled = routed.update_child_batch(
-        dataclasses.replace(batch.record, status=ChildBatchStatus.CANCELLED), batch.generation
+    cancelled = routed.transact(
+        lambda r: r.update_child_batch(
+            dataclasses.replace(batch.record, status=ChildBatchStatus.CANCELLED), batch.generation
+        )
     )
     with pytest.raises(TransitionError):  # the batch is over
-        routed.commit_child_result(
-            dataclasses.replace(
-                result, child_result_id=ChildResultID.new(), child_run_id=children[1]
+        routed.transact(
+            lambda r: r.commit_child_result(
+                dataclasses.replace(
+                    result, child_result_id=ChildResultID.new(), child_run_id=children[1]
+                )
             )
         )
     assert cancelled.record.status is ChildBatchStatus.CANCELLED
@@ -81,39 +97,51 @@ def test_child_results_commit_once_per_child_of_a_live_batch(routed: RoutedStore
 
 def test_a_batch_cannot_hold_more_children_than_its_fan_out(routed: RoutedStore) -> None:
     receipt = admit(routed).receipt
-    [node] = routed.list_nodes(receipt.workflow_id)
-    batch = routed.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    [node] = routed.view(lambda r: r.list_nodes(receipt.workflow_id))
+    batch = routed.transact(
+        lambda r: r.create_child_batch(_batch(receipt.workflow_id, node.record.node_id))
+    )
     too_many = tuple(RunID.new() for _ in range(5))
     with pytest.raises(InvalidArgument):
-        routed.update_child_batch(
-            dataclasses.replace(batch.record, child_run_ids=too_many), batch.generation
+        routed.transact(
+            lambda r: r.update_child_batch(
+                dataclasses.replace(batch.record, child_run_ids=too_many), batch.generation
+            )
         )
 
 
 def test_services_move_through_their_map(routed: RoutedStore) -> None:
     receipt = admit(routed).receipt
-    svc = routed.register_service(_service(receipt.workflow_id))
+    svc = routed.transact(lambda r: r.register_service(_service(receipt.workflow_id)))
     for status in (
         ServiceStatus.STARTING,
         ServiceStatus.READY,
         ServiceStatus.UNHEALTHY,
         ServiceStatus.FENCED,
     ):
-        svc = routed.update_service(dataclasses.replace(svc.record, status=status), svc.generation)
-    with pytest.raises(TransitionError):
-        routed.update_service(
-            dataclasses.replace(svc.record, status=ServiceStatus.READY), svc.generation
+        svc = routed.transact(
+            lambda r, status=status, svc=svc: r.update_service(
+                dataclasses.replace(svc.record, status=status), svc.generation
+            )
         )
-    assert [s.record.status for s in routed.list_services(receipt.workflow_id)] == [
-        ServiceStatus.FENCED
-    ]
+    with pytest.raises(TransitionError):
+        routed.transact(
+            lambda r: r.update_service(
+                dataclasses.replace(svc.record, status=ServiceStatus.READY), svc.generation
+            )
+        )
+    assert [
+        s.record.status for s in routed.view(lambda r: r.list_services(receipt.workflow_id))
+    ] == [ServiceStatus.FENCED]
 
 
 def test_a_handoff_must_be_at_least_as_restricted_as_its_artifacts(routed: RoutedStore) -> None:
     receipt = admit(routed).receipt
     wf_id = receipt.workflow_id
-    [source] = routed.list_nodes(wf_id)
-    target = routed.create_node(PipelineNode(NodeID.new(), wf_id, 1, "p2", "1")).record
+    [source] = routed.view(lambda r: r.list_nodes(wf_id))
+    target = routed.transact(
+        lambda r: r.create_node(PipelineNode(NodeID.new(), wf_id, 1, "p2", "1"))
+    ).record
     ref = ArtifactRef(
         artifact_id="art-1",
         workflow_id=wf_id,
@@ -137,29 +165,35 @@ def test_a_handoff_must_be_at_least_as_restricted_as_its_artifacts(routed: Route
     )
     before = bodies(routed)
     with pytest.raises(InvalidArgument):
-        routed.commit_handoff(handoff)
+        routed.transact(lambda r: r.commit_handoff(handoff))
     with pytest.raises(InvalidArgument):
-        routed.commit_handoff(
-            dataclasses.replace(
-                handoff, classification=DataClassification.RESTRICTED, context_json="nope"
+        routed.transact(
+            lambda r: r.commit_handoff(
+                dataclasses.replace(
+                    handoff, classification=DataClassification.RESTRICTED, context_json="nope"
+                )
             )
         )
     assert bodies(routed) == before
-    routed.commit_handoff(
-        dataclasses.replace(handoff, classification=DataClassification.RESTRICTED)
+    routed.transact(
+        lambda r: r.commit_handoff(
+            dataclasses.replace(handoff, classification=DataClassification.RESTRICTED)
+        )
     )
-    assert routed.get_handoff(handoff.handoff_id).artifact_refs == (ref,)
+    assert routed.view(lambda r: r.get_handoff(handoff.handoff_id)).artifact_refs == (ref,)
 
 
 def test_the_active_time_ledger_is_cas_and_zero_only_creates(routed: RoutedStore) -> None:
     wf_id = admit(routed).receipt.workflow_id
     ledger = ActiveTimeLedger(consumed_ms=10, updated_at=0, running_segment_start_ms=5)
-    created = routed.put_active_time_ledger(wf_id, ledger, 0)
+    created = routed.transact(lambda r: r.put_active_time_ledger(wf_id, ledger, 0))
     assert created.generation == 1
     with pytest.raises(CASConflict):  # resolution 4: 0 never bypasses
-        routed.put_active_time_ledger(wf_id, ledger, 0)
+        routed.transact(lambda r: r.put_active_time_ledger(wf_id, ledger, 0))
     with pytest.raises(CASConflict):
-        routed.put_active_time_ledger(wf_id, ledger, 5)
-    moved = routed.put_active_time_ledger(wf_id, dataclasses.replace(ledger, consumed_ms=20), 1)
+        routed.transact(lambda r: r.put_active_time_ledger(wf_id, ledger, 5))
+    moved = routed.transact(
+        lambda r: r.put_active_time_ledger(wf_id, dataclasses.replace(ledger, consumed_ms=20), 1)
+    )
     assert moved.generation == 2
-    assert routed.get_active_time_ledger(wf_id).record.consumed_ms == 20
+    assert routed.view(lambda r: r.get_active_time_ledger(wf_id)).record.consumed_ms == 20

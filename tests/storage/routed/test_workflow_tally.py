@@ -110,28 +110,34 @@ def check(routed: RoutedStore) -> None:
 def _dep(routed: RoutedStore, nested: dict[str, str], max_runs: int = 0) -> DeploymentRecord:
     """A deployment whose workflows are of the kind its packages make (topology)."""
     dep = dataclasses.replace(deployment(max_runs=max_runs), nested_package_digests=dict(nested))
-    return routed.create_deployment(dep).record
+    return routed.transact(lambda r: r.create_deployment(dep)).record
 
 
 _keys = itertools.count()
 
 
 def _admit(routed: RoutedStore, dep: DeploymentRecord) -> WorkflowID:
-    current = routed.get_deployment(dep.deployment_id)
+    current = routed.view(lambda r: r.get_deployment(dep.deployment_id))
     req = request(dep.deployment_id, key=f"t-{next(_keys)}")
-    return routed.admit_invocation(req, current.generation).receipt.workflow_id
+    return routed.transact(
+        lambda r: r.admit_invocation(req, current.generation)
+    ).receipt.workflow_id
 
 
 def _run_of(routed: RoutedStore, wf_id: WorkflowID) -> Any:
     """The workflow's first run (admission's, the first stage's in a pipeline)."""
-    return routed.list_runs(wf_id)[0].record.run_id
+    return routed.view(lambda r: r.list_runs(wf_id))[0].record.run_id
 
 
 def _claim(routed: RoutedStore, wf_id: WorkflowID) -> Stored[AttemptRecord]:
     run_id = _run_of(routed, wf_id)
-    number = len(routed.list_attempts(run_id)) + 1
-    created = routed.create_attempt(AttemptRecord(AttemptID.new(), run_id, wf_id, number))
-    return routed.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    number = len(routed.view(lambda r: r.list_attempts(run_id))) + 1
+    created = routed.transact(
+        lambda r: r.create_attempt(AttemptRecord(AttemptID.new(), run_id, wf_id, number))
+    )
+    return routed.transact(
+        lambda r: r.claim_attempt(created.record.attempt_id, created.generation, LEASE_MS)
+    )
 
 
 def _control(routed: RoutedStore, wf_id: WorkflowID, command: ControlCommand) -> Any:
@@ -139,7 +145,7 @@ def _control(routed: RoutedStore, wf_id: WorkflowID, command: ControlCommand) ->
 
 
 def _amend(routed: RoutedStore, wf_id: WorkflowID) -> None:
-    env = routed.get_time_envelope(wf_id).record
+    env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
     generation = env.lifecycle_authority_generation
     amendment = LimitAmendment(
         amendment_id=LimitAmendmentID.new(),
@@ -150,13 +156,17 @@ def _amend(routed: RoutedStore, wf_id: WorkflowID) -> None:
         idempotency_key=f"a-{next(_keys)}",
         new_max_active_duration_ms=env.current_max_active_duration_ms + 60_000,
     )
-    routed.append_limit_amendment(wf_id, generation, amendment, AuthorityScope.AMEND_LIMITS)
+    routed.transact(
+        lambda r: r.append_limit_amendment(
+            wf_id, generation, amendment, AuthorityScope.AMEND_LIMITS
+        )
+    )
 
 
 def _fail(routed: RoutedStore, wf_id: WorkflowID, reason: FailureReason) -> None:
-    wf = routed.get_workflow(wf_id)
+    wf = routed.view(lambda r: r.get_workflow(wf_id))
     failed = dataclasses.replace(wf.record, status=W.FAILED, terminal_reason=reason)
-    routed.update_workflow(failed, wf.generation)
+    routed.transact(lambda r: r.update_workflow(failed, wf.generation))
 
 
 def test_it_equals_a_full_count_after_every_kind_of_workflow_write(routed: RoutedStore) -> None:
@@ -171,7 +181,7 @@ def test_it_equals_a_full_count_after_every_kind_of_workflow_write(routed: Route
     _control(routed, a1, C.PAUSE)  # pause requested while an attempt runs
     check(routed)
     routed.reconcile_interrupted(_run_of(routed, a1))  # recovery: the boundary, paused
-    assert routed.get_workflow(a1).record.status is W.PAUSED
+    assert routed.view(lambda r: r.get_workflow(a1)).record.status is W.PAUSED
     check(routed)
     _control(routed, a1, C.RESUME)
     check(routed)
@@ -180,25 +190,28 @@ def test_it_equals_a_full_count_after_every_kind_of_workflow_write(routed: Route
 
     _claim(routed, a2)
     _control(routed, a2, C.PAUSE)
-    wf = routed.get_workflow(a2)
-    routed.apply_transition(
-        a2, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "no-boundary"
+    wf = routed.view(lambda r: r.get_workflow(a2))
+    routed.transact(
+        lambda r: r.apply_transition(
+            a2, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, "no-boundary"
+        )
     )
     assert (
-        routed.get_workflow(a2).record.terminal_reason is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
+        routed.view(lambda r: r.get_workflow(a2)).record.terminal_reason
+        is FailureReason.PAUSE_BOUNDARY_UNAVAILABLE
     )
     check(routed)
 
     _control(routed, b1, C.CANCEL)
     check(routed)
     restarted = _control(routed, b1, C.RESTART).result.new_workflow_id
-    assert routed.get_workflow(restarted).record.status is W.PENDING
+    assert routed.view(lambda r: r.get_workflow(restarted)).record.status is W.PENDING
     check(routed)
 
     _claim(routed, c1)
     _fail(routed, c1, FailureReason.MODEL_TIMEOUT)  # a direct update with a reason
     check(routed)
-    facets = routed.workflow_facets(WorkflowQuery(statuses=("FAILED",)))
+    facets = routed.view(lambda r: r.workflow_facets(WorkflowQuery(statuses=("FAILED",))))
     assert facets["reason"] == {"PAUSE_BOUNDARY_UNAVAILABLE": 1, "MODEL_TIMEOUT": 1}
 
 
@@ -239,7 +252,7 @@ def test_a_read_inside_the_writing_transaction_counts_its_own_writes(
     routed.transact(admit_to_the_limit)
     check(routed)
     assert routed.view(lambda r: r.live_workflows_by_deployment()) == {ref: 2}
-    assert routed.count_workflows(WorkflowQuery(deployment_ids=(ref,))) == 3
+    assert routed.view(lambda r: r.count_workflows(WorkflowQuery(deployment_ids=(ref,)))) == 3
 
 
 def test_admission_refuses_at_the_limit_until_a_workflow_ends(routed: RoutedStore) -> None:
@@ -257,7 +270,7 @@ def test_a_rolled_back_transaction_leaves_the_tally_as_it_was(routed: RoutedStor
     kept_wf = _admit(routed, dep)
     _claim(routed, kept_wf)
     before = routed.view(lambda r: r.rows.kept(WORKFLOW.table))
-    facets_before = routed.workflow_facets(WorkflowQuery())
+    facets_before = routed.view(lambda r: r.workflow_facets(WorkflowQuery()))
 
     def write_then_roll_back(rules: RoutedRules) -> None:
         rules.admit_invocation(request(dep.deployment_id, "rolled-back"), 1)
@@ -266,7 +279,7 @@ def test_a_rolled_back_transaction_leaves_the_tally_as_it_was(routed: RoutedStor
 
     probe(routed, write_then_roll_back)
     assert routed.view(lambda r: r.rows.kept(WORKFLOW.table)) == before
-    assert routed.workflow_facets(WorkflowQuery()) == facets_before
+    assert routed.view(lambda r: r.workflow_facets(WorkflowQuery())) == facets_before
     check(routed)
 
 
@@ -276,8 +289,10 @@ def test_selections_by_ids_are_counted_from_the_rows(routed: RoutedStore) -> Non
     for query in (WorkflowQuery(workflow_ids=(ids[0], ids[2])), WorkflowQuery(id_prefix=ids[1])):
         assert not tally.answers(query.where())
         assert routed.view(lambda r, q=query: r.workflow_facets(q) == grouped(r, q))
-    assert routed.count_workflows(WorkflowQuery(workflow_ids=(ids[0], ids[2]))) == 2
-    assert routed.count_workflows(WorkflowQuery(workflow_ids=())) == 0
+    assert (
+        routed.view(lambda r: r.count_workflows(WorkflowQuery(workflow_ids=(ids[0], ids[2])))) == 2
+    )
+    assert routed.view(lambda r: r.count_workflows(WorkflowQuery(workflow_ids=()))) == 0
 
 
 def test_the_tally_is_read_only_by_the_facet_columns(routed: RoutedStore) -> None:
@@ -314,13 +329,19 @@ def _operate(
             lease = attempt.record.lease
             if attempt.record.status is AttemptStatus.RUNNING and lease is not None:
                 stopped = dataclasses.replace(attempt.record, status=AttemptStatus.NEEDS_REPLAN)
-                routed.update_attempt(stopped, attempt.generation, lease.lease_id)
+                routed.transact(
+                    lambda r, attempt=attempt, lease=lease, stopped=stopped: r.update_attempt(
+                        stopped, attempt.generation, lease.lease_id
+                    )
+                )
     elif op == "recover":
         routed.reconcile_interrupted(_run_of(routed, wf_id))
     elif op == "no_boundary":
-        wf = routed.get_workflow(wf_id)
-        routed.apply_transition(
-            wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, f"nb-{i}"
+        wf = routed.view(lambda r: r.get_workflow(wf_id))
+        routed.transact(
+            lambda r: r.apply_transition(
+                wf_id, wf.generation, TransitionCommand.PAUSE_BOUNDARY_UNAVAILABLE, f"nb-{i}"
+            )
         )
     elif op == "fail":
         _fail(routed, wf_id, list(FailureReason)[i % len(FailureReason)])
@@ -374,13 +395,15 @@ def test_the_facets_of_a_selection_by_facets_read_the_tally_alone(clock: Any) ->
     ids = [_admit(routed, dep) for _ in range(3)]
     view = connections["view"]
     with CaptureQueriesContext(view) as facets:
-        routed.workflow_facets(WorkflowQuery(kinds=("standalone",), statuses=("PENDING",)))
+        routed.view(
+            lambda r: r.workflow_facets(WorkflowQuery(kinds=("standalone",), statuses=("PENDING",)))
+        )
     with CaptureQueriesContext(view) as count:
-        routed.count_workflows(WorkflowQuery(deployment_ids=(dep.deployment_id,)))
+        routed.view(lambda r: r.count_workflows(WorkflowQuery(deployment_ids=(dep.deployment_id,))))
     with CaptureQueriesContext(view) as live:
         routed.view(lambda r: r.live_workflows_by_deployment())
     with CaptureQueriesContext(view) as searched:
-        routed.workflow_facets(WorkflowQuery(workflow_ids=tuple(ids[:2])))
+        routed.view(lambda r: r.workflow_facets(WorkflowQuery(workflow_ids=tuple(ids[:2]))))
     # One statement over the tally, none over the workflow rows...
     assert (_statements(facets, TALLY), _statements(facets, ROWS)) == (1, 0)
     assert (_statements(count, TALLY), _statements(count, ROWS)) == (1, 0)
@@ -441,4 +464,4 @@ def test_the_migrations_backfill_and_the_rebuild_equal_a_full_count(clock: Any) 
     with connection.cursor() as cursor:
         rebuild_workflow_tally(cursor)
     check(routed)
-    assert routed.count_workflows(WorkflowQuery()) == len(ids) + 1
+    assert routed.view(lambda r: r.count_workflows(WorkflowQuery())) == len(ids) + 1

@@ -42,7 +42,7 @@ def attempt(routed: RoutedStore) -> AttemptID:
 
 @pytest.fixture
 def ws(routed: RoutedStore, attempt: AttemptID, tmp_path: Path) -> ArtifactWorkspace:
-    run_id = routed.get_attempt(attempt).record.run_id
+    run_id = routed.view(lambda r: r.get_attempt(attempt)).record.run_id
     return new_artifact_workspace(tmp_path / "runs" / run_id / "artifacts", run_id, store=routed)
 
 
@@ -92,7 +92,7 @@ def test_it_accepts_a_regular_file_and_records_its_metadata_durably(
     assert meta.artifact_id == artifact_id_for(ws.run_id, "out/result.json")
     assert meta.updated_at > 0  # the transaction's now
     # Through the store, so another RoutedStore on the same data sees it.
-    assert RoutedStore(store).list_artifacts(ws.run_id) == [meta]
+    assert RoutedStore(store).view(lambda r: r.list_artifacts(ws.run_id)) == [meta]
     assert ws.list_metadata() == [meta]
     assert ws.total_size() == 12
 
@@ -315,7 +315,7 @@ def test_the_store_checks_the_run_cap_in_the_recording_transaction(
     )
     before = snapshot(routed)
     with pytest.raises(SizeCapExceeded):
-        routed.accept_artifact(late)
+        routed.transact(lambda r: r.accept_artifact(late))
     assert snapshot(routed) == before
 
 
