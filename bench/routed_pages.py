@@ -32,6 +32,7 @@ def _seed_workflows() -> dict[str, str]:
     """Real workflows through the store: IDs of a running one (with an attempt under a
     lease) and of a failed one."""
     import dataclasses
+    import functools
     import json
 
     from storage.default import default_routed_store
@@ -51,11 +52,16 @@ def _seed_workflows() -> dict[str, str]:
         DeploymentRecord,
         InvocationRequest,
     )
-    from storage.routed.rules import input_digest
+    from storage.routed.rules import RoutedRules, input_digest
 
-    routed = default_routed_store()
-    deployments = [
-        routed.create_deployment(
+    reasons = [
+        FailureReason.MODEL_TIMEOUT,
+        FailureReason.STALL_TIMEOUT,
+        FailureReason.POLICY_DENIED,
+    ]
+
+    def deploy(r: RoutedRules, name: str) -> Any:
+        return r.create_deployment(
             DeploymentRecord(
                 deployment_id=DeploymentID.new(),
                 package_name=name,
@@ -69,18 +75,11 @@ def _seed_workflows() -> dict[str, str]:
                 nested_package_digests={"stage:0": f"sha256:{name}-0"},
             )
         )
-        for name in ("bench.checkout", "bench.search", "bench.mail")
-    ]
-    reasons = [
-        FailureReason.MODEL_TIMEOUT,
-        FailureReason.STALL_TIMEOUT,
-        FailureReason.POLICY_DENIED,
-    ]
-    picked: dict[str, str] = {}
-    for i in range(SEED):
-        dep = deployments[i % len(deployments)]
+
+    def admit(r: RoutedRules, i: int, dep: Any) -> Any:
+        """Admit workflow ``i`` and claim its first attempt."""
         text = json.dumps({"order": i})
-        receipt = routed.admit_invocation(
+        receipt = r.admit_invocation(
             InvocationRequest(
                 requested_deployment_ref=dep.record.deployment_id,
                 input_json=text,
@@ -94,47 +93,59 @@ def _seed_workflows() -> dict[str, str]:
             ),
             dep.generation,
         ).receipt
-        created = routed.create_attempt(
+        created = r.create_attempt(
             AttemptRecord(AttemptID.new(), receipt.run_id, receipt.workflow_id, 1)
         )
-        attempt = routed.claim_attempt(created.record.attempt_id, created.generation, 60_000)
+        return receipt, r.claim_attempt(created.record.attempt_id, created.generation, 60_000)
+
+    def fail(r: RoutedRules, i: int, receipt: Any, attempt: Any) -> None:
+        """Fail the attempt, its run and its workflow with a reason."""
+        lease = attempt.record.lease
+        if lease is None:
+            raise RuntimeError("a claimed attempt without a lease")
+        failed = dataclasses.replace(
+            attempt.record,
+            status=AttemptStatus.FAILED,
+            failure_reason=reasons[i % len(reasons)],
+            failure_scope=FailureScope.MODEL_CALL,
+        )
+        r.update_attempt(failed, attempt.generation, lease.lease_id)
+        run = r.get_run(receipt.run_id)
+        r.update_run(dataclasses.replace(run.record, status=RunStatus.FAILED), run.generation)
+        wf = r.get_workflow(receipt.workflow_id)
+        r.update_workflow(
+            dataclasses.replace(
+                wf.record, status=WorkflowStatus.FAILED, terminal_reason=reasons[i % len(reasons)]
+            ),
+            wf.generation,
+        )
+
+    def pause(r: RoutedRules, i: int, receipt: Any) -> None:
+        r.request_control(
+            ControlRequest(
+                control_request_id=ControlRequestID.new(),
+                workflow_id=receipt.workflow_id,
+                command=ControlCommand.PAUSE,
+                expected_generation=r.get_workflow(receipt.workflow_id).generation,
+                actor_identity="bench",
+                authority_scope=AuthorityScope.CONTROL,
+                idempotency_key=f"pause-{i}",
+            )
+        )
+
+    routed = default_routed_store()
+    names = ("bench.checkout", "bench.search", "bench.mail")
+    deployments = [routed.transact(functools.partial(deploy, name=name)) for name in names]
+    picked: dict[str, str] = {}
+    for i in range(SEED):
+        # Admitted and claimed in one transaction, failed or paused in the next.
+        dep = deployments[i % len(deployments)]
+        receipt, attempt = routed.transact(functools.partial(admit, i=i, dep=dep))
         if i % 3 == 1:  # failed with a reason
-            lease = attempt.record.lease
-            if lease is None:
-                raise RuntimeError("a claimed attempt without a lease")
-            failed = dataclasses.replace(
-                attempt.record,
-                status=AttemptStatus.FAILED,
-                failure_reason=reasons[i % len(reasons)],
-                failure_scope=FailureScope.MODEL_CALL,
-            )
-            routed.update_attempt(failed, attempt.generation, lease.lease_id)
-            run = routed.get_run(receipt.run_id)
-            routed.update_run(
-                dataclasses.replace(run.record, status=RunStatus.FAILED), run.generation
-            )
-            wf = routed.get_workflow(receipt.workflow_id)
-            routed.update_workflow(
-                dataclasses.replace(
-                    wf.record,
-                    status=WorkflowStatus.FAILED,
-                    terminal_reason=reasons[i % len(reasons)],
-                ),
-                wf.generation,
-            )
+            routed.transact(functools.partial(fail, i=i, receipt=receipt, attempt=attempt))
             picked.setdefault("failed", receipt.workflow_id)
         elif i % 3 == 2:  # pause requested while it runs
-            routed.request_control(
-                ControlRequest(
-                    control_request_id=ControlRequestID.new(),
-                    workflow_id=receipt.workflow_id,
-                    command=ControlCommand.PAUSE,
-                    expected_generation=routed.get_workflow(receipt.workflow_id).generation,
-                    actor_identity="bench",
-                    authority_scope=AuthorityScope.CONTROL,
-                    idempotency_key=f"pause-{i}",
-                )
-            )
+            routed.transact(functools.partial(pause, i=i, receipt=receipt))
         else:
             picked["running"] = receipt.workflow_id
     return picked
@@ -189,11 +200,12 @@ def measure(workflows: int, reps: int) -> dict[str, Any]:
     picked = _seed_workflows()
     count = _clone(workflows)
     routed = default_routed_store()
-    counted = routed.count_workflows(WorkflowQuery())
+    counted = routed.view(lambda r: r.count_workflows(WorkflowQuery()))
     if counted != count:  # the list would time a tally that missed the clones
         raise RuntimeError(f"the workflow tally counts {counted:,} of {count:,} workflows")
     works = view(default_store(), None, lambda tx: tx.count_works(WorkQuery()))
-    middle = routed.page_workflows(WorkflowQuery(), None, 500).rows[-1].record.workflow_id
+    first_page = routed.view(lambda r: r.page_workflows(WorkflowQuery(), None, 500))
+    middle = first_page.rows[-1].record.workflow_id
     user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-pass")
     client = Client()
     client.force_login(user)

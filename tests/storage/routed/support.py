@@ -42,7 +42,13 @@ from storage.routed.records import (
     Stored,
 )
 from storage.routed.rows import TABLES, Row
-from storage.routed.rules import Admission, RoutedRules, checkpoint_digest, input_digest
+from storage.routed.rules import (
+    Admission,
+    ControlOutcome,
+    RoutedRules,
+    checkpoint_digest,
+    input_digest,
+)
 from storage.routed.rules import specs as S
 from storage.routed.rules.base import Spec
 from storage.routed.store import RoutedStore
@@ -139,6 +145,12 @@ def control(
         idempotency_key=key or f"{command.name}-{generation}",
     )
     return dataclasses.replace(req, **changes)
+
+
+def send(routed: RoutedStore, req: ControlRequest) -> ControlOutcome:
+    """Send ``req`` in a transaction of its own: ``control`` built it beforehand,
+    reading the workflow's generation in a View (never inside the transaction)."""
+    return routed.transact(lambda r: r.request_control(req))
 
 
 def checkpoint(attempt: AttemptRecord, sequence: int = 1, safe: bool = True) -> SemanticCheckpoint:

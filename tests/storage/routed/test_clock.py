@@ -17,7 +17,7 @@ from storage.routed.errors import LeaseFenced
 from storage.routed.store import RoutedStore
 
 from ..support import FakeClock
-from .support import admit, control, first_attempt
+from .support import admit, control, first_attempt, send
 
 SECOND = 1_000_000_000
 HOUR = 3600 * SECOND
@@ -59,7 +59,7 @@ def test_a_wall_jump_forward_neither_expires_a_lease_nor_charges_active_time(
         lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
     )
     assert renewed.record.lease.expires_at == axes.now() + LEASE_MS * 1_000_000  # wall evidence
-    routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
+    send(routed, control(routed, receipt.workflow_id, ControlCommand.CANCEL))
     env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 2_000
 
@@ -75,7 +75,7 @@ def test_a_wall_jump_backward_neither_stops_time_nor_keeps_a_lease_alive(
         routed.transact(
             lambda r: r.renew_lease(attempt.attempt_id, attempt.lease.lease_id, LEASE_MS)
         )
-    routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
+    send(routed, control(routed, receipt.workflow_id, ControlCommand.CANCEL))
     env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 31_000
 
@@ -149,7 +149,7 @@ def test_two_processes_share_one_axis_that_never_runs_backward(store: Any, axes:
     second = RoutedStore(store, clock=other, monotonic=other.now_monotonic)
     admission = admit(first)
     axes.advance_monotonic(50 * SECOND)
-    first.append_ledger(admission.receipt.run_id, "first moves the mark")
+    first.transact(lambda r: r.append_ledger(admission.receipt.run_id, "first moves the mark"))
     mark = first.view(lambda r: r.monotonic_ns)
     # The second process saw an older mark; it follows the newer one, never reads less.
     assert second.view(lambda r: r.monotonic_ns) >= mark

@@ -46,6 +46,7 @@ from .support import (
     claimed,
     control,
     force,
+    send,
     setup_deployment,
 )
 from .support import snapshot as bodies
@@ -103,7 +104,7 @@ def test_cancel_ends_everything_under_the_workflow_and_fences_the_old_lease(
         lambda rules: rules.create_child_batch(_batch(r.workflow_id, node.record.node_id))
     )
     clock.advance(seconds=3)
-    outcome = routed.request_control(control(routed, r.workflow_id, C.CANCEL))
+    outcome = send(routed, control(routed, r.workflow_id, C.CANCEL))
     assert outcome.result.applied
     wf = routed.view(lambda rules: rules.get_workflow(r.workflow_id)).record
     assert wf.status is W.CANCELLED
@@ -138,12 +139,10 @@ def test_cancel_wins_and_stays_later_pause_and_resume_are_superseded(routed: Rou
     admission = admit(routed)
     wf_id = admission.receipt.workflow_id
     claimed(routed, admission)
-    routed.request_control(control(routed, wf_id, C.PAUSE))
-    routed.request_control(control(routed, wf_id, C.CANCEL))
+    send(routed, control(routed, wf_id, C.PAUSE))
+    send(routed, control(routed, wf_id, C.CANCEL))
     for command in (C.PAUSE, C.RESUME):
-        outcome = routed.request_control(
-            control(routed, wf_id, command, key=f"late-{command.name}")
-        )
+        outcome = send(routed, control(routed, wf_id, command, key=f"late-{command.name}"))
         assert not outcome.result.applied
         assert outcome.result.detail == "superseded by cancel"
     desired = routed.view(lambda r: r.get_desired_state(wf_id)).record
@@ -174,7 +173,7 @@ def test_control_requests_are_idempotent_per_workflow_and_key(routed: RoutedStor
     assert again.result == first.result
     assert bodies(routed) == before
     with pytest.raises(IdempotencyConflict):
-        routed.request_control(control(routed, wf_id, C.CANCEL, key="op-1"))
+        send(routed, control(routed, wf_id, C.CANCEL, key="op-1"))
 
 
 def test_control_needs_its_authority_scope_and_the_current_generation(
@@ -184,15 +183,11 @@ def test_control_needs_its_authority_scope_and_the_current_generation(
     before = bodies(routed)
     for scope in (AuthorityScope.DEFAULT, AuthorityScope.AMEND_LIMITS):
         with pytest.raises(AuthorityDenied):
-            routed.request_control(control(routed, wf_id, C.CANCEL, scope=scope))
+            send(routed, control(routed, wf_id, C.CANCEL, scope=scope))
     with pytest.raises(CASConflict):
-        routed.request_control(
-            dataclasses.replace(control(routed, wf_id, C.CANCEL), expected_generation=7)
-        )
+        send(routed, dataclasses.replace(control(routed, wf_id, C.CANCEL), expected_generation=7))
     with pytest.raises(InvalidArgument):
-        routed.request_control(
-            control(routed, wf_id, C.AMEND_LIMITS, scope=AuthorityScope.AMEND_LIMITS)
-        )
+        send(routed, control(routed, wf_id, C.AMEND_LIMITS, scope=AuthorityScope.AMEND_LIMITS))
     assert bodies(routed) == before
 
 
@@ -208,7 +203,7 @@ def test_pause_waits_for_the_boundary_and_the_pause_is_not_charged(
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
     clock.advance(seconds=1)
-    routed.request_control(control(routed, wf_id, C.PAUSE))
+    send(routed, control(routed, wf_id, C.PAUSE))
     assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is W.PAUSE_REQUESTED
     assert (
         routed.view(lambda r: r.get_run(admission.receipt.run_id)).record.status
@@ -238,7 +233,7 @@ def test_pause_waits_for_the_boundary_and_the_pause_is_not_charged(
             )
         )
     clock.advance(seconds=3600)  # paused for an hour: not charged
-    routed.request_control(control(routed, wf_id, C.RESUME))
+    send(routed, control(routed, wf_id, C.RESUME))
     assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is W.RUNNING
     clock.advance(seconds=1)
     env = routed.view(lambda r: r.get_time_envelope(wf_id)).record
@@ -273,7 +268,7 @@ def test_the_store_pauses_when_the_last_running_attempt_stops_under_a_pause(
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
     clock.advance(seconds=1)
-    routed.request_control(control(routed, wf_id, C.PAUSE))
+    send(routed, control(routed, wf_id, C.PAUSE))
     clock.advance(seconds=1)
 
     _stop(routed, admission, status)  # the boundary: nothing of the workflow runs now
@@ -298,7 +293,7 @@ def test_a_pause_asked_while_nothing_runs_is_at_its_boundary_at_once(
     _stop(routed, admission, AttemptStatus.NEEDS_REPLAN)  # no pause asked: nothing moves
     assert _statuses(routed, admission)[:2] == (W.RUNNING, RunStatus.RUNNING)
 
-    outcome = routed.request_control(control(routed, wf_id, C.PAUSE))
+    outcome = send(routed, control(routed, wf_id, C.PAUSE))
 
     assert (outcome.result.applied, outcome.result.detail) == (
         True,
@@ -310,7 +305,7 @@ def test_a_pause_asked_while_nothing_runs_is_at_its_boundary_at_once(
 
 def test_a_reconciled_attempt_under_a_pause_reaches_the_boundary(routed: RoutedStore) -> None:
     admission = _running(routed)
-    routed.request_control(control(routed, admission.receipt.workflow_id, C.PAUSE))
+    send(routed, control(routed, admission.receipt.workflow_id, C.PAUSE))
 
     routed.transact(lambda r: r.reconcile_interrupted(admission.receipt.run_id))
 
@@ -322,8 +317,8 @@ def test_an_attempt_stopping_pauses_nothing_once_the_pause_was_withdrawn(
 ) -> None:
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
-    routed.request_control(control(routed, wf_id, C.PAUSE))
-    routed.request_control(control(routed, wf_id, C.RESUME))
+    send(routed, control(routed, wf_id, C.PAUSE))
+    send(routed, control(routed, wf_id, C.RESUME))
 
     _stop(routed, admission, AttemptStatus.NEEDS_REPLAN)
 
@@ -333,7 +328,7 @@ def test_an_attempt_stopping_pauses_nothing_once_the_pause_was_withdrawn(
 def test_no_reachable_pause_boundary_fails_the_run(routed: RoutedStore) -> None:
     admission = _running(routed)
     wf_id = admission.receipt.workflow_id
-    routed.request_control(control(routed, wf_id, C.PAUSE))
+    send(routed, control(routed, wf_id, C.PAUSE))
     wf = routed.view(lambda r: r.get_workflow(wf_id))
     failed = routed.transact(
         lambda r: r.apply_transition(
@@ -353,8 +348,8 @@ def test_no_reachable_pause_boundary_fails_the_run(routed: RoutedStore) -> None:
 def test_restart_creates_a_new_workflow_from_the_source_receipt(routed: RoutedStore) -> None:
     admission = _running(routed)
     source = admission.receipt
-    routed.request_control(control(routed, source.workflow_id, C.CANCEL))
-    outcome = routed.request_control(control(routed, source.workflow_id, C.RESTART))
+    send(routed, control(routed, source.workflow_id, C.CANCEL))
+    outcome = send(routed, control(routed, source.workflow_id, C.RESTART))
     new_wf = outcome.result.new_workflow_id
     assert new_wf is not None
     assert new_wf != source.workflow_id
@@ -370,8 +365,8 @@ def test_restart_creates_a_new_workflow_from_the_source_receipt(routed: RoutedSt
         is RunStatus.PENDING
     )  # type: ignore[arg-type]
     # Idempotent per key: the same request again creates nothing more.
-    again = routed.request_control(
-        control(routed, source.workflow_id, C.RESTART, key=outcome.request.idempotency_key)
+    again = send(
+        routed, control(routed, source.workflow_id, C.RESTART, key=outcome.request.idempotency_key)
     )
     assert again.replay
     assert len(routed.view(lambda r: r.list_workflows())) == 2
@@ -385,8 +380,8 @@ def test_restart_through_an_alias_takes_its_current_target(routed: RoutedStore) 
 
     source = routed.transact(lambda r: r.admit_invocation(request("prod"), v1.generation)).receipt
     routed.transact(lambda r: r.compare_and_swap_alias(alias("prod", v2.record, 1)))
-    outcome = routed.request_control(
-        control(routed, source.workflow_id, C.RESTART, target_deployment_ref="prod")
+    outcome = send(
+        routed, control(routed, source.workflow_id, C.RESTART, target_deployment_ref="prod")
     )
     assert outcome.result.new_workflow_id is not None
     wf = routed.view(lambda r: r.get_workflow(outcome.result.new_workflow_id)).record
@@ -415,14 +410,14 @@ def test_continue_adds_an_attempt_resuming_from_the_latest_valid_checkpoint(
             lease.lease_id,
         )
     )
-    outcome = routed.request_control(control(routed, r.workflow_id, C.CONTINUE))
+    outcome = send(routed, control(routed, r.workflow_id, C.CONTINUE))
     result = outcome.result
     assert result.resume_reason is ResumeReason.FAILURE_CONTINUATION
     assert result.resume_checkpoint_id == cp.checkpoint_id
     second = routed.view(lambda r: r.get_attempt(result.new_attempt_id))  # type: ignore[arg-type]
     assert (second.record.attempt_number, second.record.status) == (2, AttemptStatus.PENDING)
     with pytest.raises(InvalidArgument):  # a live attempt: nothing to continue
-        routed.request_control(control(routed, r.workflow_id, C.CONTINUE, key="again"))
+        send(routed, control(routed, r.workflow_id, C.CONTINUE, key="again"))
 
 
 def _amend(wf_id: Any, generation: int, key: str = "a1", **values: Any) -> LimitAmendment:
@@ -576,9 +571,9 @@ def test_an_ending_workflow_retires_its_services_through_their_map(
     made = _services_in_every_status(routed, wf_id)
 
     if how == "cancel":
-        routed.request_control(control(routed, wf_id, C.CANCEL))
+        send(routed, control(routed, wf_id, C.CANCEL))
     else:
-        routed.request_control(control(routed, wf_id, C.PAUSE))
+        send(routed, control(routed, wf_id, C.PAUSE))
         wf = routed.view(lambda r: r.get_workflow(wf_id))
         routed.transact(
             lambda r: r.apply_transition(

@@ -20,7 +20,7 @@ from storage.routed.store import RoutedStore
 from storage.routed.workspace import artifact_id_for
 
 from ..support import FakeClock
-from .support import LEASE_MS, admit, claimed, control, first_attempt, snapshot
+from .support import LEASE_MS, admit, claimed, control, first_attempt, send, snapshot
 
 SECOND = 1_000_000_000
 
@@ -42,7 +42,7 @@ def _paused(routed: RoutedStore, axes: TwoAxes) -> tuple[Any, AttemptRecord, int
     receipt = admission.receipt
     running = claimed(routed, admission)
     axes.advance(SECOND)
-    routed.request_control(control(routed, receipt.workflow_id, ControlCommand.PAUSE))
+    send(routed, control(routed, receipt.workflow_id, ControlCommand.PAUSE))
     current = routed.view(lambda r: r.get_attempt(running.record.attempt_id))
     lease = running.record.lease
     assert lease is not None
@@ -72,10 +72,10 @@ def test_a_paused_workflow_refuses_a_claim_and_accrues_no_active_time(
     env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert (env.consumed_active_duration_ms, env.running_segment_start_ms) == (1_000, None)
     # Resumed, it claims again and accrues from the resume on.
-    routed.request_control(control(routed, receipt.workflow_id, ControlCommand.RESUME))
+    send(routed, control(routed, receipt.workflow_id, ControlCommand.RESUME))
     routed.transact(lambda r: r.claim_attempt(attempt.attempt_id, generation, LEASE_MS))
     axes.advance(2 * SECOND)
-    routed.request_control(control(routed, receipt.workflow_id, ControlCommand.CANCEL))
+    send(routed, control(routed, receipt.workflow_id, ControlCommand.CANCEL))
     env = routed.view(lambda r: r.get_time_envelope(receipt.workflow_id)).record
     assert env.consumed_active_duration_ms == 3_000
 
@@ -173,14 +173,15 @@ def test_artifacts_of_a_cancelled_or_fenced_attempt_are_refused(
     assert routed.transact(
         lambda r: r.accept_artifact(_artifact(running), running.lease.lease_id)
     ).record
+    lease = pending.lease or _other(routed)  # claimed in a transaction of its own
     with pytest.raises(LeaseFenced):  # a lease that is not the attempt's
-        routed.accept_artifact(_artifact(running, "b.txt"), pending.lease or _other(routed))
+        routed.transact(lambda r: r.accept_artifact(_artifact(running, "b.txt"), lease))
     axes.advance_monotonic(LEASE_MS * 1_000_000)
     with pytest.raises(LeaseFenced):  # the lease expired: fenced
         routed.transact(lambda r: r.accept_artifact(_artifact(running, "late.txt")))
     second = admit(routed, "key-2")
     live = claimed(routed, second).record
-    routed.request_control(control(routed, live.workflow_id, ControlCommand.CANCEL))
+    send(routed, control(routed, live.workflow_id, ControlCommand.CANCEL))
     before = snapshot(routed)
     with pytest.raises(LeaseFenced):  # cancelled
         routed.transact(lambda r: r.accept_artifact(_artifact(live)))

@@ -16,7 +16,7 @@ from storage.routed.migrate import Migration, MigrationRegistry
 from storage.routed.rows import Row
 from storage.routed.store import RoutedStore
 
-from .support import admit, control
+from .support import admit, control, send
 from .support import snapshot as bodies
 
 
@@ -46,9 +46,7 @@ def test_a_record_of_an_unknown_version_is_refused_and_left_untouched(
     with pytest.raises(UnknownSchemaVersion):
         routed.view(lambda r: r.get_run(run_id))
     with pytest.raises(UnknownSchemaVersion):  # a write reads the row first: refused
-        routed.request_control(
-            control(routed, admission.receipt.workflow_id, ControlCommand.CANCEL)
-        )
+        send(routed, control(routed, admission.receipt.workflow_id, ControlCommand.CANCEL))
     assert bodies(routed) == before
 
 

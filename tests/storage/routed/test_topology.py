@@ -24,7 +24,7 @@ from storage.routed.records import ChildBatch, ChildSpawnRequest, HandoffEnvelop
 from storage.routed.rules import Admission
 from storage.routed.store import RoutedStore
 
-from .support import STEPS, Boom, admit, control, counts, deployment, request
+from .support import STEPS, Boom, admit, control, counts, deployment, request, send
 
 PIPELINE = {
     "stage:0:fetch@1.0": "sha256:a",
@@ -210,14 +210,14 @@ def test_cancel_and_restart_keep_to_the_pipeline(routed: RoutedStore) -> None:
     admission = _pipeline(routed)
     wf_id = admission.receipt.workflow_id
 
-    routed.request_control(control(routed, wf_id, ControlCommand.CANCEL))
+    send(routed, control(routed, wf_id, ControlCommand.CANCEL))
     assert {n.status for n in _stages(routed, admission)} == {NodeStatus.CANCELLED}
     assert {r.record.status for r in routed.view(lambda r: r.list_runs(wf_id))} == {
         RunStatus.CANCELLED
     }
     assert routed.view(lambda r: r.get_workflow(wf_id)).record.status is WorkflowStatus.CANCELLED
 
-    outcome = routed.request_control(control(routed, wf_id, ControlCommand.RESTART))
+    outcome = send(routed, control(routed, wf_id, ControlCommand.RESTART))
     new_wf = outcome.result.new_workflow_id
     assert new_wf is not None
     nodes = sorted(

@@ -45,7 +45,7 @@ from storage.routed.rules.listing import FACETS, LIVE_WORKFLOW
 from storage.routed.rules.specs import WORKFLOW
 from storage.routed.store import RoutedStore
 
-from .support import LEASE_MS, control, deployment, probe, request
+from .support import LEASE_MS, control, deployment, probe, request, send
 
 C = ControlCommand
 W = WorkflowStatus
@@ -141,7 +141,7 @@ def _claim(routed: RoutedStore, wf_id: WorkflowID) -> Stored[AttemptRecord]:
 
 
 def _control(routed: RoutedStore, wf_id: WorkflowID, command: ControlCommand) -> Any:
-    return routed.request_control(control(routed, wf_id, command, key=f"c-{next(_keys)}"))
+    return send(routed, control(routed, wf_id, command, key=f"c-{next(_keys)}"))
 
 
 def _amend(routed: RoutedStore, wf_id: WorkflowID) -> None:
@@ -180,7 +180,8 @@ def test_it_equals_a_full_count_after_every_kind_of_workflow_write(routed: Route
     check(routed)
     _control(routed, a1, C.PAUSE)  # pause requested while an attempt runs
     check(routed)
-    routed.reconcile_interrupted(_run_of(routed, a1))  # recovery: the boundary, paused
+    run_id = _run_of(routed, a1)
+    routed.transact(lambda r: r.reconcile_interrupted(run_id))  # recovery: the boundary, paused
     assert routed.view(lambda r: r.get_workflow(a1)).record.status is W.PAUSED
     check(routed)
     _control(routed, a1, C.RESUME)
@@ -325,7 +326,8 @@ def _operate(
         if outcome.result.new_workflow_id:
             wfs.append(outcome.result.new_workflow_id)
     elif op == "stop":  # the supervisor ends the running attempt
-        for attempt in routed.list_attempts(_run_of(routed, wf_id)):
+        run_id = _run_of(routed, wf_id)
+        for attempt in routed.view(lambda r: r.list_attempts(run_id)):
             lease = attempt.record.lease
             if attempt.record.status is AttemptStatus.RUNNING and lease is not None:
                 stopped = dataclasses.replace(attempt.record, status=AttemptStatus.NEEDS_REPLAN)
@@ -335,7 +337,8 @@ def _operate(
                     )
                 )
     elif op == "recover":
-        routed.reconcile_interrupted(_run_of(routed, wf_id))
+        run_id = _run_of(routed, wf_id)
+        routed.transact(lambda r: r.reconcile_interrupted(run_id))
     elif op == "no_boundary":
         wf = routed.view(lambda r: r.get_workflow(wf_id))
         routed.transact(
