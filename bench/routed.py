@@ -2,9 +2,10 @@
 own ``transact`` doing the same number of row writes, in the same run.
 
 Each measurement is one transaction per operation, committed durably, in a child
-process with the project's settings. **Admission**: ``RoutedStore.admit_invocation``
-(idempotency probe, alias-free resolution, concurrency count, then receipt, request,
-idempotency record, workflow, run, node, node transition and envelope). **Control**:
+process with the project's settings. **Admission**: ``admit_invocation`` in one
+``RoutedStore.transact`` (idempotency probe, alias-free resolution, concurrency count,
+then receipt, request, idempotency record, workflow, run, node, node transition and
+envelope). **Control**:
 ``request_control`` pausing a running workflow (request, run, node and its transition,
 workflow, desired state, result). **Baseline**: ``store.transact`` writing as many KV
 rows as the routed transaction wrote routed rows (counted from its SQL, not assumed),

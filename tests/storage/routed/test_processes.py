@@ -30,7 +30,7 @@ routed = RoutedStore(OrmStore())
 start_line(ready, go)
 out = []
 for req in requests:
-    admission = routed.admit_invocation(req, generation)
+    admission = routed.transact(lambda r, q=req: r.admit_invocation(q, generation))
     out.append([req.idempotency_key, admission.outcome.name, admission.receipt.invocation_id])
 print(json.dumps(out))
 """
