@@ -39,8 +39,10 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 # 9 the routed monotonic axis (``storage.routed.clock``): an attempt lease carries its
 # monotonic bounds and every routed write raises the axis's mark; a format-8 process
 # would mint leases without them and decide expiry on wall time, so it must stop
-# writing once format-9 code has opened the store.
-RECORD_FORMAT = 9
+# writing once format-9 code has opened the store; 10 no field but the Event key rows
+# (``conduit_event_key``, migration 0021) every Event write keeps: a format-9 process
+# would accept Events the key page and ``/events?key_*`` never find.
+RECORD_FORMAT = 10
 SCHEMA_VERSION = 1
 
 

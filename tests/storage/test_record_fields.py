@@ -163,6 +163,9 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     # routed monotonic mark (storage.routed.clock), so a format-8 writer must be
     # stopped (RecordsNewer).
     9: (),
+    # No record field: the Event key rows (migration 0021) are kept by every Event
+    # write, so a format-9 writer must be stopped (RecordsNewer).
+    10: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}
