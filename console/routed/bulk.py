@@ -12,7 +12,7 @@ import dataclasses
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_POST
 
 from console.access import SCOPE_PERMISSION, refusal
 from console.actions.common import new_token
@@ -95,22 +95,11 @@ def _filter_params(data: QueryDict) -> list[tuple[str, str]]:
     return parse_workflow_filter(data).params()
 
 
-@require_http_methods(["GET", "POST"])
-@login_required
-@storage_errors
-def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
-    """GET: what the filter matches and what the action will do to it; POST: act on
-    what the filter matches now (re-read), then the summary."""
-    data = request.POST if request.method == "POST" else request.GET
-    act = _action(data)  # an unknown action is a 400 for anyone, before who may
-    refused = refusal(request, SCOPE_PERMISSION[act.authority])
-    if refused is not None:
-        return refused
-    # The confirmation carries the list's filter as one field: its facet ``reason``
-    # (a failure reason) would otherwise meet the form's ``reason`` (the operator's).
-    filter_data = QueryDict(data.get("filter", "")) if request.method == "POST" else data
+def _context(filter_data: QueryDict, act: RoutedAction) -> tuple[list[str], dict[str, object]]:
+    """The workflows the filter matches that ``act`` may apply to, and what the page
+    restates: the counts by status, the filter, the cap."""
     ids, by_status = matching(filter_data, act)
-    context: dict[str, object] = {
+    return ids, {
         "action": act,
         "by_status": sorted(by_status.items()),
         "matched": sum(by_status.values()),
@@ -119,9 +108,35 @@ def bulk_control(request: HtmxHttpRequest) -> HttpResponse:
         "filter_qs": parse_workflow_filter(filter_data).querystring().lstrip("?"),
         "cap": BULK_CAP,
     }
-    if request.method != "POST":
-        form = ActionForm(initial={"token": new_token()})
-        return render(request, TEMPLATE, context | {"form": form})
+
+
+@require_GET
+@login_required
+@storage_errors
+def bulk_confirm(request: HtmxHttpRequest) -> HttpResponse:
+    """What the list's filter (the query string) matches and what the action will do
+    to it, with a form that carries the filter as one field."""
+    act = _action(request.GET)  # an unknown action is a 400 for anyone, before who may
+    refused = refusal(request, SCOPE_PERMISSION[act.authority])
+    if refused is not None:
+        return refused
+    _, context = _context(request.GET, act)
+    form = ActionForm(initial={"token": new_token()})
+    return render(request, TEMPLATE, context | {"form": form})
+
+
+@require_POST
+@login_required
+@storage_errors
+def bulk_apply(request: HtmxHttpRequest) -> HttpResponse:
+    """Act on what the filter matches now (re-read), then the summary."""
+    act = _action(request.POST)
+    refused = refusal(request, SCOPE_PERMISSION[act.authority])
+    if refused is not None:
+        return refused
+    # The confirmation carries the list's filter as one field: its facet ``reason``
+    # (a failure reason) would otherwise meet the form's ``reason`` (the operator's).
+    ids, context = _context(QueryDict(request.POST.get("filter", "")), act)
     form = ActionForm(request.POST)
     if not form.is_valid():
         return render(request, TEMPLATE, context | {"form": form}, status=400)

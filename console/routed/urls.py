@@ -5,6 +5,7 @@ first in its path, so no ID can be mistaken for one."""
 
 from django.urls import path
 
+from console.http import by_method
 from console.routed import bulk, control, deploy_actions, views
 
 urlpatterns = [
@@ -39,5 +40,9 @@ urlpatterns = [
         deploy_actions.repoint_alias,
         name="routed_repoint_alias",
     ),
-    path("actions/bulk", bulk.bulk_control, name="routed_bulk"),
+    path(
+        "actions/bulk",
+        by_method(get=bulk.bulk_confirm, post=bulk.bulk_apply),
+        name="routed_bulk",
+    ),
 ]
