@@ -8,6 +8,7 @@ which is why the statement uses the byte-wise pattern operators."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -44,6 +45,15 @@ def test_each_kind_is_one_indexed_range_read_without_a_sort(store: OrmStore) -> 
     assert len(statements) == 7, [s for s, _ in statements]  # one per kind
     vendor = connections["default"].vendor
     for sql, params in statements:
+        if vendor == "postgresql":
+            # The planner's statistics are the cluster's, left by whichever test wrote
+            # before (the template reset refills rows, not statistics): stale ones of
+            # many Timers once priced the live-Timer index and a sort below the ID
+            # index. Plan from this test's rows.
+            table = re.search(r"FROM (\w+)", sql)
+            assert table, sql
+            with connections["default"].cursor() as cursor:
+                cursor.execute(f"ANALYZE {table.group(1)}")
         plan = plan_of(sql, params)
         if vendor == "sqlite":
             assert " USING " in plan, (sql, plan)
