@@ -45,7 +45,7 @@ def test_an_actors_events_are_one_range_of_the_actor_index(store: OrmStore) -> N
     vendor = connections["default"].vendor
     for what, fn in reads.items():
         [(sql, params)] = view_statements(store, fn, lambda sql: "conduit_event" in sql)
-        plan = plan_of(sql, params, no_bitmap=True)
+        plan = plan_of(sql, params, no_bitmap=True, no_sort=what != "two actors")
         assert "INDEX event_actor" in plan or "using event_actor " in plan, (what, sql, plan)
         if vendor == "sqlite":
             assert "SEARCH" in plan, (what, sql, plan)
@@ -71,7 +71,7 @@ def test_the_newest_events_of_a_type_are_one_range_of_the_type_index(store: OrmS
         lambda t: t.find_events(types=["approval.granted"], newest_first=True, limit=20),
         lambda sql: "conduit_event" in sql,
     )
-    plan = plan_of(sql, params, no_bitmap=True)
+    plan = plan_of(sql, params, no_bitmap=True, no_sort=True)
     assert "INDEX event_type" in plan or "using event_type " in plan, (sql, plan)
     if connections["default"].vendor == "sqlite":
         assert "TEMP B-TREE" not in plan, (sql, plan)
