@@ -413,14 +413,11 @@ class OrmReads(OrmFacets):
         time = self.dialect.json_nanos("x.data", "started_at")
         where = ["1 = 1"]
         params: list[Any] = []
-        order = time
         if query.expired or (query.states and query.states <= LIVE_EXECUTION_STATES):
-            # Only live attempts (the page's default): the live partial index's own
-            # predicate, as written there, and a sort of those few rows. A unary plus
-            # keeps SQLite (no statistics) off a backward scan of the whole started
-            # index, which reaches the never-claimed (pending) attempts only at its end.
+            # Only live attempts (the page's default): the predicate of the live
+            # partial index in this order (execution_live_started), as written there,
+            # so a page reads its own rows backward from the cursor, without a sort.
             where = [str(schema.TABLES["execution"].live_sql)]
-            order = f"+({time})"
         if query.states:
             states = sorted(s.value for s in query.states)
             where.append(f"x.state IN ({', '.join(['%s'] * len(states))})")
@@ -445,7 +442,8 @@ class OrmReads(OrmFacets):
             )
             params += [*live, self._now]
         if query.after is not None:
-            where.append(f"({time} < %s OR ({time} = %s AND x.id < %s))")
+            # The inclusive bound lets the index range-scan; the OR breaks ties by ID.
+            where.append(f"{time} <= %s AND ({time} < %s OR x.id < %s)")
             params += [query.after.started_at, query.after.started_at, query.after.id]
         if query.expiring_by is not None:
             # The running attempts' lease index (execution_running_lease), its own
@@ -457,7 +455,7 @@ class OrmReads(OrmFacets):
             return self._by_lease(query, where, params)
         sql = (
             f"SELECT x.data FROM {_ATTEMPTS} WHERE {' AND '.join(where)}"
-            f" ORDER BY {order} DESC, x.id DESC"
+            f" ORDER BY {time} DESC, x.id DESC"
         )
         if query.limit:
             sql += f" LIMIT {int(query.limit)}"
