@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import (
+    density,
     history,
     load,
     readers,
@@ -32,6 +33,7 @@ PLAIN: dict[str, Callable[..., Any]] = {
 }
 DJANGO: dict[str, Callable[..., Any]] = {
     "history.unrouted": history.add_unrouted,
+    "density.add_routed": density.add_routed,
     "history.rebuild_tally": history.rebuild_tally,
     "throughput.prepare": throughput.prepare,
     "throughput.orm": throughput.orm,

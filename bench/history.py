@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import density as density_
 from .proc import DataDir, Workspace, child, log, manage, settle
 
 TERMINAL_WORK = ("completed", "failed", "cancelled")
@@ -154,12 +155,24 @@ def checkpoint(data: DataDir) -> None:
         con.close()
 
 
-def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool = True) -> DataDir:
+def amplify(
+    ws: Workspace,
+    seed: Seed,
+    works: int,
+    name: str,
+    proportional: bool = True,
+    density: str = density_.SEED,
+) -> DataDir:
     """A copy of the seed grown to ``works`` Work: every Work cloned, so the live set
     grows in proportion (``proportional``, the realistic history), or its terminal
     Work only, so every size keeps the seed's own live set (benchmark 2 compares
-    retained history under one live set)."""
-    built = {"seed": seed.works, "works": works, "proportional": proportional}
+    retained history under one live set). ``density`` ``production``
+    (``bench.density``): the copies come at a team's arrival rate, with long tails of
+    error groups, sources and executors, a few Work with 1,000+ Events, and run
+    records and routed workflows in proportion."""
+    built: dict[str, Any] = {"seed": seed.works, "works": works, "proportional": proportional}
+    if density != density_.SEED:
+        built["density"] = density
     again = reused(ws, name, built) if ws.keep else None
     if again is not None:
         return again
@@ -178,10 +191,13 @@ def amplify(ws: Workspace, seed: Seed, works: int, name: str, proportional: bool
         con.execute("PRAGMA threads=2")  # the index builds' sorts may use a helper thread
         have = con.execute("SELECT count(*) FROM conduit_work").fetchone()[0]
         if works > have:
-            _clone(con, works - have, name, proportional)
+            _clone(con, works - have, name, proportional, density)
         con.execute("PRAGMA journal_mode=WAL").fetchall()  # as the project opens it
     finally:
         con.close()
+    if density == density_.PRODUCTION:
+        made = child(data, "density.add_routed", count=density_.routed_count(works))
+        log(f"  {name}: {made['runs']:,} run records, {made['workflows']:,} workflows")
     child(data, "history.rebuild_tally")
     checkpoint(data)
     settle()
@@ -207,7 +223,7 @@ CLONED = (
 )
 
 
-def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool) -> None:
+def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool, density: str) -> None:
     """Copy the seed's terminal rows into temp tables, numbered by their Work's rank
     (so a partial last copy takes the first N Work and exactly what belongs to them),
     then insert shifted, renamed copies until ``need`` Work were added."""
@@ -222,6 +238,9 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool) ->
         raise RuntimeError("the seed has no Work to clone")
     low, high = con.execute("SELECT min(created_ns), max(updated_ns) FROM conduit_work").fetchone()
     span = high - low + HOUR_NS
+    # Each copy's times: the seed's span, or (production) compressed so a copy covers
+    # what a team writes in its number of Work (``density.compression``).
+    div, step = density_.compression(density, span, seeded)
     indexes = [
         row
         for row in con.execute(
@@ -237,7 +256,16 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool) ->
     started = time.monotonic()
     for k in range(1, copies + 1):
         take = min(need, seeded)
-        params = {"sfx": f"-c{k:04d}", "shift": k * span, "take": take, **long_tail(k)}
+        params = {
+            "sfx": f"-c{k:04d}",
+            "anchor": high,
+            "div": div,
+            "shift": k * step,
+            "copy": k,
+            "take": take,
+            **long_tail(k),
+            **density_.tails(density, k),
+        }
         if k % per_chunk == 1 or per_chunk == 1:
             con.execute("BEGIN")
         for statement in CLONE_SQL:
@@ -248,6 +276,9 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool) ->
         if k == copies or k % max(1, copies // 10) == 0:
             rate = k * seeded / (time.monotonic() - started)
             log(f"  {name}: cloned {k}/{copies} copies of {seeded:,} Work ({rate:,.0f} Work/s)")
+    if density == density_.PRODUCTION:
+        heavy = density_.heavy_events(con, copies * seeded)
+        log(f"  {name}: {heavy:,} Events added to {density_.heavy_count(copies * seeded)} Work")
     started = time.monotonic()
     for _index, sql, _table in indexes:
         con.execute(sql)
@@ -264,18 +295,67 @@ def long_tail(copy: int) -> dict[str, str]:
     return {"kind": kind, "scope": scope}
 
 
-def _set(alias: str, pairs: str, keyed: bool = True) -> str:
+def _set(alias: str, pairs: str, keyed: bool = True, source: bool = False) -> str:
     """``alias.data`` with ``pairs`` (JSON paths and values) set, and, when it has
-    correlation keys (``keyed``), its first key's external ID suffixed: one
-    ``json_set``, so one parse of the record per row (SQLite 3.40 reparses the text
+    correlation keys (``keyed``), its first key's external ID suffixed (and its source
+    given this copy's source variant, ``source``: a Work's source is its first key's):
+    one ``json_set``, so one parse of the record per row (SQLite 3.40 reparses the text
     at every JSON call; what the copies read from it was extracted once, into the
     source tables)."""
     if not keyed:
         return f"json_set({alias}.data, {pairs})"
     key = f"'$.keys[0].external_id', {alias}.key0 || :sfx"
+    if source:
+        key += f", '$.keys[0].source', {alias}.key0_source || {_variant(alias, ':src')}"
     return (
         f"CASE WHEN {alias}.has_key THEN json_set({alias}.data, {key}, {pairs})"
         f" ELSE json_set({alias}.data, {pairs}) END"
+    )
+
+
+def _variant(alias: str, param: str) -> str:
+    """This copy's long-tail variant ``param`` for a terminal row (``alias.f`` 1), ""
+    for a live one: what a runtime still works on keeps the seed's names."""
+    return f"CASE WHEN {alias}.f = 1 THEN {param} ELSE '' END"
+
+
+# An error group's variant: one of three per copy by the Work's rank and the copy
+# (so each seed Work takes every variant in turn), the fourth keeps the seed's group
+# (``bench.density.tails``); rank is the Work's rowid in ``src_work``, an attempt's
+# ``rank``.
+def _group_variant(rank: str, f: str) -> str:
+    return (
+        f"CASE WHEN {f} = 1 THEN CASE ({rank} + :copy) % 4 WHEN 1 THEN :g1 WHEN 2 THEN :g2"
+        " WHEN 3 THEN :g3 ELSE '' END ELSE '' END"
+    )
+
+
+# A failed terminal Work's error group with its variant: groups the rules derive from
+# an attempt's message (``storage.meaning.triage.error_key``: a variant of letters
+# and spaces passes through it unchanged); "timed out waiting for ..." and "(no
+# message)" groups are not a message's and keep their name.
+_GROUP = (
+    "CASE WHEN w.error_group = '' OR w.error_group = '(no message)'"
+    " OR w.error_group LIKE 'timed out waiting for %' THEN w.error_group"
+    f" ELSE w.error_group || {_group_variant('w.rowid', 'w.f')} END"
+)
+_SOURCE = (
+    f"CASE WHEN w.has_key THEN w.source || {_variant('w', ':src')}"
+    " WHEN w.source = w.kind THEN w.source || :kind ELSE w.source END"
+)
+_EXECUTOR = (
+    f"CASE w.latest_executor WHEN '' THEN '' ELSE w.latest_executor || {_variant('w', ':ex')} END"
+)
+_X_EXECUTOR = f"CASE x.executor WHEN '' THEN '' ELSE x.executor || {_variant('x', ':ex')} END"
+
+
+def _failed(record: str) -> str:
+    """An attempt's ``record`` with, when it failed with a message, the message given
+    the variant of its Work's error group (the group is the message's key)."""
+    variant = _group_variant("x.rank", "x.f")
+    return (
+        f"CASE WHEN x.state = 'failed' AND coalesce(x.message, '') <> '' THEN"
+        f" json_set({record}, '$.outcome.message', x.message || {variant}) ELSE {record} END"
     )
 
 
@@ -284,10 +364,17 @@ def _sfx(expr: str) -> str:
     return f"CASE {expr} WHEN '' THEN '' ELSE {expr} || :sfx END"
 
 
+def _at(expr: str, factor: str) -> str:
+    """A time brought into this copy: its distance before the seed's newest instant
+    (``:anchor``) divided by ``:div`` (1, or the production density's compression,
+    ``bench.density``), then shifted back (``factor`` 1: terminal history; 0: a live
+    row, kept as recent as the seed's). With ``:div`` 1 it is ``expr - :shift * factor``."""
+    return f"(:anchor - (:anchor - {expr}) / :div - :shift * {factor})"
+
+
 def _ago(expr: str, factor: str) -> str:
-    """A time shifted back (``factor`` 1: terminal history; 0: a live row, kept as
-    recent as the seed's), 0 ("never") kept 0."""
-    return f"CASE WHEN {expr} > 0 THEN {expr} - :shift * {factor} ELSE 0 END"
+    """``_at``, 0 ("never") kept 0."""
+    return f"CASE WHEN {expr} > 0 THEN {_at(expr, factor)} ELSE 0 END"
 
 
 def _j(field: str, column: str = "") -> str:
@@ -299,7 +386,8 @@ def _j(field: str, column: str = "") -> str:
 # Whether a record has correlation keys, and its first key's external ID.
 _KEYS = (
     "json_array_length(data, '$.keys') > 0 AS has_key,"
-    " json_extract(data, '$.keys[0].external_id') AS key0"
+    " json_extract(data, '$.keys[0].external_id') AS key0,"
+    " json_extract(data, '$.keys[0].source') AS key0_source"
 )
 _TIMES = ", ".join(_j(f) for f in ("created_at", "updated_at"))
 
@@ -310,10 +398,11 @@ _TIMES = ", ".join(_j(f) for f in ("created_at", "updated_at"))
 SOURCE_SQL = (
     f"""CREATE TEMP TABLE src_work AS SELECT * FROM (SELECT *, CASE WHEN state IN (?, ?, ?)
     THEN 1 ELSE 0 END AS f, {_KEYS} FROM conduit_work) WHERE f >= ? ORDER BY created_ns, id""",  # noqa: S608 - constant SQL
-    """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, k.* FROM conduit_key k
+    """CREATE TEMP TABLE src_key AS SELECT s.rowid AS rank, s.f AS f, k.* FROM conduit_key k
     JOIN temp.src_work s ON s.id = k.work_id""",
     f"""CREATE TEMP TABLE src_execution AS SELECT *, {_TIMES}, {_j("started_at")},
-        {_j("finished_at")} FROM (SELECT s.rowid AS rank, s.f AS f, x.*
+        {_j("finished_at")}, {_j("outcome.message", "message")}
+        FROM (SELECT s.rowid AS rank, s.f AS f, x.*
         FROM conduit_execution x JOIN temp.src_work s ON s.id = x.work_id)""",  # noqa: S608 - constant SQL
     f"""CREATE TEMP TABLE src_event AS SELECT *, {_KEYS}, {_j("occurred_at")},
         {_j("received_at")} FROM (
@@ -349,37 +438,41 @@ CLONE_SQL = (
     f"""INSERT INTO conduit_work (id, kind, scope_id, parent_id, state, source,
         latest_executor, exhausted, error_group, created_ns, updated_ns, revision, data)
     SELECT w.id || :sfx, w.kind || :kind, {_tail("w.scope_id", ":scope")},
-        {_sfx("w.parent_id")}, w.state,
-        CASE WHEN w.source = w.kind THEN w.source || :kind ELSE w.source END,
-        w.latest_executor, w.exhausted, w.error_group, w.created_ns - :shift * w.f,
-        w.updated_ns - :shift * w.f, w.revision,
+        {_sfx("w.parent_id")}, w.state, {_SOURCE}, {_EXECUTOR}, w.exhausted, {_GROUP},
+        {_at("w.created_ns", "w.f")}, {_at("w.updated_ns", "w.f")}, w.revision,
         {
         _set(
             "w",
             f"'$.id', w.id || :sfx, '$.kind', w.kind || :kind,"
             f" '$.scope_id', {_tail('w.scope_id', ':scope')},"
             f" '$.parent_id', {_sfx('w.parent_id')},"
-            " '$.created_at', w.created_ns - :shift * w.f,"
-            " '$.updated_at', w.updated_ns - :shift * w.f",
+            f" '$.latest_executor', {_EXECUTOR}, '$.error_group', {_GROUP},"
+            f" '$.created_at', {_at('w.created_ns', 'w.f')},"
+            f" '$.updated_at', {_at('w.updated_ns', 'w.f')}",
+            source=True,
         )
     }
     FROM temp.src_work w WHERE w.rowid <= :take""",  # noqa: S608 - constant SQL
     """INSERT INTO conduit_key (source, external_id, work_id, ordinal)
-    SELECT k.source, k.external_id || :sfx, k.work_id || :sfx, k.ordinal
+    SELECT CASE WHEN k.ordinal = 0 AND k.f = 1 THEN k.source || :src ELSE k.source END,
+        k.external_id || :sfx, k.work_id || :sfx, k.ordinal
     FROM temp.src_key k WHERE k.rank <= :take""",
     f"""INSERT INTO conduit_execution (id, work_id, scope_id, attempt, state, executor,
         lease_expires_ns, data)
     SELECT x.id || :sfx, x.work_id || :sfx, {_tail("x.scope_id", ":scope")}, x.attempt,
-        x.state, x.executor, x.lease_expires_ns,
+        x.state, {_X_EXECUTOR}, x.lease_expires_ns,
         {
-        _set(
-            "x",
-            "'$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,"
-            f" '$.created_at', {_ago('x.created_at', 'x.f')},"
-            f" '$.updated_at', {_ago('x.updated_at', 'x.f')},"
-            f" '$.started_at', {_ago('x.started_at', 'x.f')},"
-            f" '$.finished_at', {_ago('x.finished_at', 'x.f')}",
-            keyed=False,
+        _failed(
+            _set(
+                "x",
+                "'$.id', x.id || :sfx, '$.work_id', x.work_id || :sfx,"
+                f" '$.executor', {_X_EXECUTOR},"
+                f" '$.created_at', {_ago('x.created_at', 'x.f')},"
+                f" '$.updated_at', {_ago('x.updated_at', 'x.f')},"
+                f" '$.started_at', {_ago('x.started_at', 'x.f')},"
+                f" '$.finished_at', {_ago('x.finished_at', 'x.f')}",
+                keyed=False,
+            )
         )
     }
     FROM temp.src_execution x WHERE x.rank <= :take""",  # noqa: S608 - constant SQL

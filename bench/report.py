@@ -10,6 +10,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .density import CENSUS_HEADER
 from .stats import Spread
 
 
@@ -143,6 +144,8 @@ def write(
     started: dt.datetime,
     seconds: float,
     reused: str = "",
+    census: list[list[str]] | None = None,
+    density: str = "",
 ) -> None:
     out = [
         "# Conduit Console benchmarks",
@@ -159,6 +162,22 @@ def write(
         "",
         f"PostgreSQL: {postgres}",
         "",
+    ]
+    if census:
+        out += [
+            "## Histories",
+            "",
+            f"The page benchmarks' histories at {density or 'seed'} density "
+            "(`bench/density.py`); a census of each, counted in SQL when the report was "
+            "written: the live share, attempts and Events per Work (mean, 99th "
+            "percentile over every Work, max), Work created and ended in each "
+            "dashboard window before the wall clock, the distinct values of the "
+            "facets, the run records and the routed workflows.",
+            "",
+            table(CENSUS_HEADER, census),
+            "",
+        ]
+    out += [
         "## Targets",
         "",
     ]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import (
+    density,
     history,
     load,
     readers,
@@ -82,6 +83,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="keep the histories in this folder and reuse those an earlier run built there "
         "with the same sizes (migrated to the current schema, tallies counted again)",
     )
+    parser.add_argument(
+        "--density",
+        choices=density.DENSITIES,
+        default=os.environ.get("BENCH_DENSITY") or None,
+        help="the page benchmarks' histories: the seed's arrival rate, or a team's "
+        "(bench/density.py; default: production in a full run, else seed)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -94,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     out = args.out or ROOT / "bench" / ("RESULTS.md" if sizes is FULL else "report.md")
+    # The realistic histories' density (bench/density.py): a full run measures the
+    # pages at a team's density, a quick run at the seed's unless asked.
+    dense = args.density or (density.PRODUCTION if sizes is FULL else density.SEED)
     started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
     ws = Workspace(keep=args.keep)
     # Where the seed and the amplified histories live: the run's own folder, or a kept
@@ -110,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     pg_status = "not run (only benchmarks 3-5 selected)"
     sections: dict[str, Section] = {}
     failed = False
+    built: dict[str, DataDir] = {}  # the histories, by name: the report's census
 
     def attempt(number: str, fn: Callable[[], Section]) -> None:
         nonlocal failed
@@ -136,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
             seed = history.seed(kept, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
+            built["seed"] = seed.data
         attempt("1", lambda: throughput.run(ws, sizes, pg))
-        built: dict[str, DataDir] = {}
 
         def benchmark_2() -> Section:
             section, built["small"], built["large"] = selection.run(ws, kept, seed, sizes, pg)
@@ -151,15 +163,22 @@ def main(argv: list[str] | None = None) -> int:
                     return history_of("small", realistic)
                 if sizes.routed_workflows == sizes.large:
                     return history_of("large", realistic)
-            name = f"realistic-{key}" if realistic else key
+            kind = ("realistic" if dense == density.SEED else dense) if realistic else ""
+            name = f"{kind}-{key}" if kind else key
             if name not in built:
                 works = {"small": sizes.small, "large": sizes.large}.get(
                     key, sizes.routed_workflows
                 )
-                log(f"history: {works:,} Work{' (realistic)' if realistic else ''}")
+                log(f"history: {works:,} Work{f' ({kind})' if kind else ''}")
                 built[name] = history.amplify(
-                    kept, seed, works, f"history-{name}", proportional=realistic
+                    kept,
+                    seed,
+                    works,
+                    f"history-{name}",
+                    proportional=realistic,
+                    density=dense if realistic else density.SEED,
                 )
+                log(f"census of history-{name}: {density.census(built[name].db)}")
             return built[name]
 
         attempt("2", benchmark_2)
@@ -209,6 +228,15 @@ def main(argv: list[str] | None = None) -> int:
         sections=[sections[n] for n in ALL],
         started=started_at,
         seconds=time.monotonic() - started,
+        census=[
+            density.census_rows(
+                f"`{data.path.name}`" + (" (reused)" if data.path.name in kept.reused else ""),
+                density.census(data.db),
+            )
+            for data in built.values()
+            if data.db.exists()
+        ],
+        density=dense,
         reused=(
             f"Histories reused (`--reuse {args.reuse}`), built by an earlier run with "
             "the same sizes through the same bulk path, then migrated to this code's "
