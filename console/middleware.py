@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.middleware.gzip import GZipMiddleware
 
+from console.api.http import API_PREFIX, problem
 from console.errors import error_page
 
 
@@ -69,6 +70,8 @@ class RefuseNul:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if _has_nul(request):
             message = "The request holds a NUL character, which no ID or text may contain."
+            if request.path.startswith(API_PREFIX):
+                return problem(400, message)  # the API answers errors in JSON
             return error_page(request, 400, "Invalid request", message)
         return self.get_response(request)
 

@@ -8,17 +8,26 @@ from the spec) has no reason, and a deployment status change has no actor; the n
 keeps both, one row per form submission and workflow (its token is unique, which is also what
 makes a resubmitted deployment or alias form a no-op).
 
-Saved views and preferences are defined by feature (``console/saved/models.py``) and
-imported here, because Django looks for an app's models in ``<app>.models``.
+Saved views and preferences (``console/saved/models.py``) and the API's tokens, plans
+and replays (``console/api/models.py``) are defined by feature and imported here,
+because Django looks for an app's models in ``<app>.models``.
 """
 
 from __future__ import annotations
 
 from django.db import models
 
+from console.api.models import ApiPlan, ApiReplay, ApiToken
 from console.saved.models import Preference, SavedView
 
-__all__ = ["Preference", "RoutedActionNote", "SavedView"]
+__all__ = [
+    "ApiPlan",
+    "ApiReplay",
+    "ApiToken",
+    "Preference",
+    "RoutedActionNote",
+    "SavedView",
+]
 
 
 class RoutedActionNote(models.Model):

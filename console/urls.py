@@ -1,6 +1,7 @@
 from django.urls import include, path, register_converter
 
 from console import misc, readiness
+from console.api import pages as api_tokens
 from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
@@ -65,6 +66,10 @@ urlpatterns = [
     path("views/save", saved.save_view, name="save_view"),
     path("views/<int:pk>/rename", saved.rename_view, name="rename_view"),
     path("views/<int:pk>/delete", saved.delete_view, name="delete_view"),
+    # The API for automation (docs/api.md) and the page of one's API tokens.
+    path("api/v1/", include("console.api.urls")),
+    path("account/tokens", api_tokens.token_page, name="api_tokens"),
+    path("account/tokens/<int:pk>/revoke", api_tokens.revoke_token, name="api_token_revoke"),
     path("healthz", misc.healthz, name="healthz"),
     path("readyz", readiness.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
