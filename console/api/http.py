@@ -18,6 +18,7 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -43,6 +44,14 @@ class ApiError(Exception):
 
 class ApiRequest(HttpRequest):
     api_token: ApiToken | None
+
+
+def api_user(request: HttpRequest) -> User:
+    """The request's user, whom ``api_view`` has authenticated."""
+    user = request.user
+    if not isinstance(user, User):
+        raise ApiError(401, "Authentication required.")
+    return user
 
 
 def problem(status: int, message: str, fields: dict[str, str] | None = None) -> JsonResponse:

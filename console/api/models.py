@@ -56,6 +56,9 @@ class ApiPlan(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # The idempotency key of the apply that used it: the same key may apply it again
+    # (a retry after a lost answer), another may not.
+    used_key = models.CharField(max_length=64, blank=True)
 
     class Meta:
         default_permissions = ()

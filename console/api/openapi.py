@@ -118,6 +118,49 @@ NEXT: Json = {"type": ["string", "null"], "description": "The next page's cursor
 NEXT_URL: Json = {"type": ["string", "null"]}
 
 SCHEMAS: Json = {
+    "DryRun": {
+        "type": "object",
+        "required": ["dry_run"],
+        "properties": {"dry_run": {"const": True}},
+    },
+    "BulkDryRun": {
+        "type": "object",
+        "required": ["dry_run", "action", "filter"],
+        "properties": {
+            "dry_run": {"const": True},
+            "action": {"type": "string", "enum": ["cancel", "retry"]},
+            "filter": {"type": "string", "description": "The Work list's query string."},
+        },
+    },
+    "Apply": {
+        "type": "object",
+        "required": ["plan", "reason"],
+        "properties": {
+            "plan": {"type": "string", "description": "The dry run's plan."},
+            "reason": {"type": "string", "minLength": 1, "maxLength": 500},
+        },
+    },
+    "Plan": {
+        "type": "object",
+        "required": ["dry_run", "plan", "expires_at", "would"],
+        "properties": {
+            "dry_run": {"const": True},
+            "plan": {"type": "string"},
+            "expires_at": {"type": "string", "format": "date-time"},
+            "would": {"type": "object", "description": "What the action would do."},
+        },
+    },
+    "ActionResult": {
+        "type": "object",
+        "required": ["action", "message"],
+        "properties": {
+            "action": {"type": "string"},
+            "done": {"oneOf": [{"type": "boolean"}, {"type": "array"}]},
+            "duplicate": {"type": "boolean"},
+            "message": {"type": "string"},
+        },
+        "additionalProperties": True,
+    },
     "Error": {
         "type": "object",
         "required": ["error"],
@@ -246,6 +289,48 @@ SCHEMAS: Json = {
     },
 }
 
+ACTION_ERRORS = (400, 401, 403, 404, 405, 409, 422, 503)
+IDEMPOTENCY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"},
+    "description": "Required to apply: the same key answers the first result again.",
+}
+
+
+def _action(operation: str, summary: str, path_param: str, dry_run: str) -> Json:
+    params = [IDEMPOTENCY]
+    if path_param:
+        params.insert(0, _path(path_param, "The ID."))
+    return {
+        "post": {
+            "operationId": operation,
+            "summary": summary,
+            "parameters": params,
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {"oneOf": [_ref(dry_run), _ref("Apply")]},
+                    }
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "The dry run's plan, or the applied action's result",
+                    "content": {
+                        "application/json": {
+                            "schema": {"oneOf": [_ref("Plan"), _ref("ActionResult")]}
+                        }
+                    },
+                }
+            }
+            | _errors(*ACTION_ERRORS),
+        }
+    }
+
+
 PATHS: Json = {
     "/works": {
         "get": {
@@ -289,6 +374,18 @@ PATHS: Json = {
             "responses": _ok("WorkflowDetail") | _errors(*READ_ERRORS),
         }
     },
+    "/actions/cancel/{work_id}": _action("cancelWork", "Cancel a Work", "work_id", "DryRun"),
+    "/actions/retry/{work_id}": _action("retryWork", "Retry a Work", "work_id", "DryRun"),
+    "/actions/bulk": _action("bulk", "Cancel or retry what a filter selects", "", "BulkDryRun"),
+    "/actions/pause-workflow/{workflow_id}": _action(
+        "pauseWorkflow", "Pause a workflow", "workflow_id", "DryRun"
+    ),
+    "/actions/resume-workflow/{workflow_id}": _action(
+        "resumeWorkflow", "Resume a workflow", "workflow_id", "DryRun"
+    ),
+    "/actions/cancel-workflow/{workflow_id}": _action(
+        "cancelWorkflow", "Cancel a workflow", "workflow_id", "DryRun"
+    ),
     "/openapi.json": {
         "get": {
             "operationId": "getOpenApi",
