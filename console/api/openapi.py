@@ -117,6 +117,17 @@ OBJECT: Json = {"type": "object", "additionalProperties": True}
 NEXT: Json = {"type": ["string", "null"], "description": "The next page's cursor; null at the end."}
 NEXT_URL: Json = {"type": ["string", "null"]}
 
+
+def _page(field: str, item: str, *, counted: bool) -> Json:
+    """A keyset page of ``item``s under ``field``; ``count``: how many match in all."""
+    properties: Json = {field: {"type": "array", "items": _ref(item)}}
+    properties |= {"next": NEXT, "next_url": NEXT_URL}
+    if counted:
+        properties["count"] = {"type": "integer"}
+    required = [*(["count"] if counted else []), field, "next", "next_url"]
+    return {"type": "object", "required": required, "properties": properties}
+
+
 SCHEMAS: Json = {
     "DryRun": {
         "type": "object",
@@ -212,16 +223,7 @@ SCHEMAS: Json = {
         },
         "additionalProperties": True,
     },
-    "WorkList": {
-        "type": "object",
-        "required": ["count", "works", "next", "next_url"],
-        "properties": {
-            "count": {"type": "integer"},
-            "works": {"type": "array", "items": _ref("Work")},
-            "next": NEXT,
-            "next_url": NEXT_URL,
-        },
-    },
+    "WorkList": _page("works", "Work", counted=True),
     "WorkDetail": {
         "type": "object",
         "required": ["work", "attempts", "events", "waits", "timers"],
@@ -241,15 +243,7 @@ SCHEMAS: Json = {
             "retry_refusal": {"type": "string"},
         },
     },
-    "EventList": {
-        "type": "object",
-        "required": ["events", "next", "next_url"],
-        "properties": {
-            "events": {"type": "array", "items": _ref("Event")},
-            "next": NEXT,
-            "next_url": NEXT_URL,
-        },
-    },
+    "EventList": _page("events", "Event", counted=False),
     "Workflow": {
         "type": "object",
         "required": ["workflow_id", "status", "generation", "row_generation"],
@@ -263,16 +257,7 @@ SCHEMAS: Json = {
         },
         "additionalProperties": True,
     },
-    "WorkflowList": {
-        "type": "object",
-        "required": ["count", "workflows", "next", "next_url"],
-        "properties": {
-            "count": {"type": "integer"},
-            "workflows": {"type": "array", "items": _ref("Workflow")},
-            "next": NEXT,
-            "next_url": NEXT_URL,
-        },
-    },
+    "WorkflowList": _page("workflows", "Workflow", counted=True),
     "WorkflowDetail": {
         "type": "object",
         "required": ["workflow", "runs", "attempts", "controls"],
