@@ -107,3 +107,25 @@ def env_database_url(name: str) -> PostgresUrl | None:
         return parse_postgres_url(raw, name)
     except Invalid as exc:
         raise ImproperlyConfigured(str(exc)) from None
+
+
+def env_group_map(name: str) -> dict[str, tuple[str, ...]]:
+    """``provider-group=console-group`` pairs, comma-separated, as a mapping from each
+    provider group to the console groups it grants (a provider group may be named
+    twice to grant two). Split at the last ``=``, so a provider group name may hold
+    one; it may not hold a comma. Unset or empty: no group is mapped, everyone who
+    signs in through the provider is read-only."""
+    raw = os.environ.get(name, "")
+    mapping: dict[str, tuple[str, ...]] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        provider, sep, console = item.rpartition("=")
+        provider, console = provider.strip(), console.strip()
+        if not sep or not provider or not console:
+            raise ImproperlyConfigured(
+                f"{name} must list provider-group=console-group pairs, got {item!r}"
+            )
+        if console not in mapping.get(provider, ()):
+            mapping[provider] = (*mapping.get(provider, ()), console)
+    return mapping

@@ -24,6 +24,7 @@ from django.utils.csp import CSP
 from conduit.env import (
     env_bool,
     env_database_url,
+    env_group_map,
     env_int,
     env_list,
     env_networks,
@@ -361,9 +362,61 @@ if TESTING:
 # the client's as conduit.proxy.client_address finds it: the connection's own, or
 # behind a trusted proxy (CONDUIT_TRUSTED_PROXIES) the right-most X-Forwarded-For entry
 # that is not one; never what a client says of itself.
+#
+# Sign-in through the company's identity provider (OIDC, docs/oidc.md): on when
+# CONDUIT_OIDC_CLIENT_ID is set. mozilla-django-oidc's backend, subclassed in
+# console/oidc/backend.py, creates the user at first sign-in and re-syncs the mapped
+# groups at every sign-in. Local passwords stay on for development and can be turned
+# off (CONDUIT_LOCAL_PASSWORDS=false): the login page then offers only the provider,
+# a password POST is refused, and ModelBackend leaves the list, so no password
+# authenticates anywhere (the admin's login included) and password sessions end.
+LOCAL_PASSWORDS = env_bool("CONDUIT_LOCAL_PASSWORDS", True)
+OIDC_RP_CLIENT_ID = env_str("CONDUIT_OIDC_CLIENT_ID", "").strip()
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+if not LOCAL_PASSWORDS and not OIDC_ENABLED:
+    raise ImproperlyConfigured(
+        "CONDUIT_LOCAL_PASSWORDS=false needs an identity provider (CONDUIT_OIDC_CLIENT_ID "
+        "and the rest, docs/oidc.md): otherwise nobody can sign in"
+    )
+OIDC_RP_CLIENT_SECRET = env_str("CONDUIT_OIDC_CLIENT_SECRET", "").strip()
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("CONDUIT_OIDC_AUTHORIZATION_ENDPOINT", "").strip()
+OIDC_OP_TOKEN_ENDPOINT = env_str("CONDUIT_OIDC_TOKEN_ENDPOINT", "").strip()
+OIDC_OP_USER_ENDPOINT = env_str("CONDUIT_OIDC_USERINFO_ENDPOINT", "").strip()
+OIDC_OP_JWKS_ENDPOINT = env_str("CONDUIT_OIDC_JWKS_ENDPOINT", "").strip()
+if OIDC_ENABLED:
+    _oidc_missing = [
+        name
+        for name, value in (
+            ("CONDUIT_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
+            ("CONDUIT_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
+            ("CONDUIT_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
+            ("CONDUIT_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
+            ("CONDUIT_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
+        )
+        if not value
+    ]
+    if _oidc_missing:
+        raise ImproperlyConfigured(
+            f"CONDUIT_OIDC_CLIENT_ID is set, so these are needed too: {', '.join(_oidc_missing)}"
+        )
+# ID tokens signed with the provider's RSA key, checked against its published JWKS.
+OIDC_RP_SIGN_ALGO = env_str("CONDUIT_OIDC_SIGN_ALGO", "RS256").strip()
+OIDC_RP_SCOPES = env_str("CONDUIT_OIDC_SCOPES", "openid email profile groups").strip()
+# PKCE on top of the client secret and the nonce (RFC 9700 asks it of every client).
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env_seconds("CONDUIT_OIDC_TIMEOUT", 10)
+OIDC_CREATE_USER = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
+OIDC_USERNAME_CLAIM = env_str("CONDUIT_OIDC_USERNAME_CLAIM", "preferred_username").strip()
+OIDC_GROUPS_CLAIM = env_str("CONDUIT_OIDC_GROUPS_CLAIM", "groups").strip()
+# provider group=console group pairs (console/oidc/groups.py reads them).
+OIDC_GROUP_MAP = env_group_map("CONDUIT_OIDC_GROUP_MAP")
+OIDC_PROVIDER_NAME = env_str("CONDUIT_OIDC_PROVIDER_NAME", "the company's sign-in").strip()
+
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_PASSWORDS else []),
+    *(["console.oidc.backend.ConsoleOIDCBackend"] if OIDC_ENABLED else []),
 ]
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "conduit.proxy.client_address"

@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group, Permission
 
 from console.access import WORK_CONTROL
 from storage.default import reset_defaults
+from tests.support.oidc import running_provider
 
 DB = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
@@ -59,3 +60,21 @@ def as_alice(client, alice):
 def as_bob(client, bob):
     client.force_login(bob)
     return client
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """The test suite's OpenID Connect provider (tests/support/oidc.py), started once
+    per session in its own process, with the console registered for the test client's
+    callback (a browser test adds its live server's)."""
+    with running_provider(tmp_path_factory.mktemp("oidc-provider")) as provider:
+        provider.register_console("http://testserver/oidc/callback/")
+        yield provider
+
+
+@pytest.fixture
+def oidc(settings, oidc_provider):
+    """The console signing in through the test provider (local passwords still on)."""
+    for name, value in oidc_provider.console_settings().items():
+        setattr(settings, name, value)
+    return oidc_provider
