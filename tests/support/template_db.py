@@ -46,6 +46,8 @@ class Template:
     path: Path | None = None
     # PostgreSQL: table -> (columns, rows, fingerprint) for the tables migrate filled.
     filled: dict[str, tuple[list[str], list[tuple[Any, ...]], str]] = field(default_factory=dict)
+    # PostgreSQL: every table migrate made (a restore brings back rows, not tables).
+    tables: frozenset[str] = frozenset()
 
     def close(self) -> None:
         if self.sqlite is not None:
@@ -64,9 +66,10 @@ def capture(connection: Any) -> Template:
         copy = sqlite3.connect(path)
         connection.connection.backup(copy)
         return Template("sqlite", sqlite=copy, path=path)
-    template = Template(connection.vendor)
     with connection.cursor() as cursor:
-        for table in _filled(cursor, _tables(cursor)):
+        tables = _tables(cursor)
+        template = Template(connection.vendor, tables=frozenset(tables))
+        for table in _filled(cursor, tables):
             cursor.execute(f'SELECT * FROM "{table}"')
             columns = [d.name for d in cursor.description]
             rows = cursor.fetchall()
@@ -86,6 +89,14 @@ def restore(connection: Any, template: Template) -> None:
 
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         tables = _tables(cursor)
+        if set(tables) != template.tables:
+            # A test that migrates backwards must migrate forwards again to every app's
+            # last migration; the tests after it would fail on a missing table.
+            missing = sorted(template.tables - set(tables))
+            extra = sorted(set(tables) - template.tables)
+            raise RuntimeError(
+                f"the test left the schema unlike migrate's: missing {missing}, extra {extra}"
+            )
         changed = [t for t in _changed(cursor, tables, template) if t in tables]
         if not changed:
             return
