@@ -28,7 +28,9 @@ while [[ $# -gt 0 ]]; do
         *) echo "test-engines.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-args=("$@")
+# Each log ends with its ten slowest test phases (setup, call or teardown), so a
+# test that grows CI's time is named in every run.
+args=(--durations=10 "$@")
 workers=${TEST_WORKERS:-0}
 xdist=()
 if [[ "$workers" != 0 ]]; then
