@@ -1,14 +1,16 @@
 """Benchmark 3: the console's Work list against Django admin's changelist, the Work
-page and the team dashboards, on the small and the large history (issue 22: the first
-page at the large size within 1.5x of the small, and at most 0.25x of the admin).
+page, the team dashboards, the /metrics scrape and the API's Work list, on the small
+and the large history (issue 22: the first page at the large size within 1.5x of the
+small, and at most 0.25x of the admin; issue 31: the scrape and the API at both sizes).
 
 In-process with django.test.Client as a signed-in superuser (server time: URL routing,
 middleware, the view, the queries and the template; no network). The admin is
 ``bench.admin_site``: the same Work table with list_filter on state, kind, scope,
 source and latest executor, 50 rows a page, newest first, once as Django ships it
 (``ShowFacets.ALLOW``: no counts unless asked) and once with the facet counts always
-shown (``ShowFacets.ALWAYS``, the console's equivalent). Requests alternate between
-the pages, so all see the same machine conditions.
+shown (``ShowFacets.ALWAYS``, the console's equivalent). The API is asked with a
+read-only API token on a client without a session, as a script asks it. Requests
+alternate between the pages, so all see the same machine conditions.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def measure(reps: int) -> dict[str, Any]:
     from django.http import QueryDict
     from django.test import Client
 
+    from console.api.models import ApiToken
+    from console.api.tokens import mint
     from console.dashboard.reads import WINDOWS, read_dashboard
     from console.metrics.reads import read_figures
     from console.scopes import subtree
@@ -101,6 +105,19 @@ def measure(reps: int) -> dict[str, Any]:
     calls: dict[str, Callable[[], object]] = {
         name: lambda url=url: get(url) for name, url in pages.items()
     }
+    # The API's Work list (console/api/, issue 31): the token alone, no session. The
+    # token's last use is written at most once a minute, so once or twice a run.
+    script = Client(HTTP_AUTHORIZATION=f"Bearer {mint(user, 'bench', ApiToken.READ).secret}")
+    api = {"api_works": "/api/v1/works", "api_works_filtered": f"/api/v1/works?{filtered}"}
+
+    def get_json(url: str) -> None:
+        response = script.get(url)
+        if response.status_code != 200 or response["Content-Type"] != "application/json":
+            raise RuntimeError(f"GET {url}: {response.status_code} {response['Content-Type']}")
+
+    for name, url in api.items():
+        calls[name] = lambda url=url: get_json(url)
+    pages |= api
     # The console page's storage share: its one View (stamp, page, facets) alone.
     for name, query in (("reads", ""), ("reads_filtered", filtered)):
         f = parse_work_filter(QueryDict(query))
@@ -352,6 +369,7 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
             scrape <= 1.5,
         )
     )
+    _api(section, sizes, small, t, p)
     slowest = max(t[name].median for name in DASHBOARDS)
     section.targets.append(
         Target(
@@ -379,3 +397,54 @@ def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes) -> Section:
         f"the newest Work {ms(t['work_page_newest'])}."
     )
     return section
+
+
+def _api(
+    section: Section,
+    sizes: Sizes,
+    small: dict[str, Spread],
+    t: dict[str, Spread],
+    p: dict[str, str],
+) -> None:
+    """The API's Work list beside the page it shares its read with, at both sizes."""
+    rows = []
+    for label, api, page in (
+        ("first page", "api_works", "console"),
+        ("filtered", "api_works_filtered", "console_filtered"),
+    ):
+        growth = t[api].median / small[api].median
+        rows.append(
+            [
+                f"{label}, `{p[api]}`",
+                ms(small[api]),
+                ms(t[api]),
+                ratio(growth),
+                ratio(small[api].median / small[page].median),
+                ratio(t[api].median / t[page].median),
+            ]
+        )
+        section.targets.append(
+            Target(
+                f"API Work list {label}, {sizes.large:,}/{sizes.small:,} Work",
+                ratio(growth),
+                "<= 1.5x",
+                growth <= 1.5,
+            )
+        )
+    headers = [
+        "API Work list (`GET /api/v1/works`, 50 Work as JSON)",
+        f"{sizes.small:,} Work",
+        f"{sizes.large:,} Work",
+        "Growth",
+        f"API/page at {sizes.small:,}",
+        f"API/page at {sizes.large:,}",
+    ]
+    section.add(table(headers, rows))
+    section.add(
+        "The API reads through the page's own `read_work_list` (one `storage.view`: "
+        "stamp, page, `work_facets` for the count, the rows' last tries) and serialises "
+        "JSON instead of rendering the template; its request adds the token's one query "
+        "(its last use written at most once a minute). The page is the baseline, asked "
+        "in the same process and rounds as a signed-in session; the target is the Work "
+        "list's own (issue 22): the large history within 1.5x of the small."
+    )

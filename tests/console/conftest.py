@@ -78,3 +78,14 @@ def oidc(settings, oidc_provider):
     for name, value in oidc_provider.console_settings().items():
         setattr(settings, name, value)
     return oidc_provider
+
+
+@pytest.fixture
+def passwords_off(settings, oidc):
+    """The provider as the only way in (CONDUIT_LOCAL_PASSWORDS=false): no
+    ModelBackend, the login page without its password form."""
+    settings.LOCAL_PASSWORDS = False
+    settings.AUTHENTICATION_BACKENDS = [
+        b for b in settings.AUTHENTICATION_BACKENDS if not b.endswith("ModelBackend")
+    ]
+    return oidc

@@ -1,7 +1,6 @@
 """The login page with a provider configured, with local passwords on (development's
 default) and off (CONDUIT_LOCAL_PASSWORDS=false): then the provider is the only way in."""
 
-import pytest
 from django.contrib.auth import authenticate
 from django.test import RequestFactory
 
@@ -9,15 +8,6 @@ from tests.console.conftest import DB
 from tests.support.oidc import sign_in_through
 
 pytestmark = DB
-
-
-@pytest.fixture
-def passwords_off(settings, oidc):
-    settings.LOCAL_PASSWORDS = False
-    settings.AUTHENTICATION_BACKENDS = [
-        b for b in settings.AUTHENTICATION_BACKENDS if not b.endswith("ModelBackend")
-    ]
-    return oidc
 
 
 def test_the_login_page_offers_the_provider_beside_the_password_form(client, oidc):

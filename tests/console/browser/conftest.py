@@ -50,3 +50,11 @@ def browser_page(browser, live_server, alice, console_errors) -> Iterator[object
     page.on("pageerror", lambda e: console_errors.append(str(e)))
     yield page
     context.close()
+
+
+@pytest.fixture
+def oidc_live(oidc, live_server):
+    """The test provider (tests/support/oidc.py) with the live server's callback
+    registered beside the test client's, which the session's other tests use."""
+    oidc.register_console("http://testserver/oidc/callback/", f"{live_server.url}/oidc/callback/")
+    return oidc
