@@ -19,6 +19,8 @@ measured on the 2-core development machine, a 64 KiB log with every second line
 changed diffs in 0.35 s, every seventh in 0.13 s; at 256 KiB (the Work page's inline
 limit) every seventh took 2.4 s. So the limit is 64 KiB, and at most ``MAX_DIFFS``
 pairs are read and diffed per page (an attempt may carry many logs); the rest say so.
+The whole page at that worst (four pairs of 58 KiB logs, every second line changed)
+took 1.0-1.8 s through the test client; the same attempt on both sides, 21 ms.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from storage.tx.fields import require_id
 
 TEMPLATE = "console/compare.html"
 NS = 1_000_000_000
+Keyed = tuple[tuple[str, ...], object]  # a side's lines, and what is compared of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ def _span(ns: int) -> str:
     return span(ns / NS)
 
 
-def _inputs(s: Side) -> tuple[tuple[str, ...], object]:
+def _inputs(s: Side) -> Keyed:
     """What it could have seen, and what is compared: the Event types, in order, and
     how its Waits ended (IDs and sequences always differ)."""
     lines = [f"#{e.sequence} {e.event.type} ({e.event.id})" for e in s.events]
@@ -179,7 +180,7 @@ def _inputs(s: Side) -> tuple[tuple[str, ...], object]:
     return tuple(lines) or ("no Event while it lived",), key
 
 
-def _lease(x: Execution, now: int) -> tuple[tuple[str, ...], object]:
+def _lease(x: Execution, now: int) -> Keyed:
     claims = f"claimed {x.epoch} time{'s' if x.epoch != 1 else ''}" if x.epoch else "never claimed"
     owner = f"owner {x.owner}" if x.owner else "no owner (cleared when its lease ended)"
     lines = [owner, f"{claims} (epoch {x.epoch})"]
@@ -202,7 +203,7 @@ def _outcome(x: Execution) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _artifacts(x: Execution) -> tuple[tuple[str, ...], object]:
+def _artifacts(x: Execution) -> Keyed:
     names = logical_names(x.artifacts)
     lines = [
         f"{n}: {r.media_type}, {filesize(r.size)}" for n, r in zip(names, x.artifacts, strict=True)
@@ -221,31 +222,28 @@ def _binding(x: Execution) -> tuple[str, ...]:
     return (f"name {b.name or '—'}", f"executor {b.executor or '—'}", f"passes env: {passes}")
 
 
+def _keyed(name: str, a: Keyed, b: Keyed, note: str) -> Field:
+    return Field(name, a[0], b[0], a[1], b[1], note)
+
+
 def compare_fields(a: Side, b: Side, now: int) -> list[Field]:
     """The compared fields, in the order the page shows them."""
-    inputs_a, inputs_b = _inputs(a), _inputs(b)
-    lease_a, lease_b = _lease(a.x, now), _lease(b.x, now)
-    arts_a, arts_b = _artifacts(a.x), _artifacts(b.x)
     return [
         Field("State", (a.label,), (b.label,)),
         Field("Executor", (a.x.executor or "—",), (b.x.executor or "—",)),
         Field("Binding", _binding(a.x), _binding(b.x)),
-        Field(
+        _keyed(
             "Inputs seen",
-            inputs_a[0],
-            inputs_b[0],
-            inputs_a[1],
-            inputs_b[1],
+            _inputs(a),
+            _inputs(b),
             "The store does not record what an attempt read: these are its Work's Events "
             "accepted while it lived and how its Waits ended. Compared: the Event types in "
             "order and how the Waits ended (IDs and sequences always differ).",
         ),
-        Field(
+        _keyed(
             "Lease",
-            lease_a[0],
-            lease_b[0],
-            lease_a[1],
-            lease_b[1],
+            _lease(a.x, now),
+            _lease(b.x, now),
             "The store keeps the latest claim only (the epoch counts claims). Compared: "
             "owner, claims and whether the lease expired; times always differ.",
         ),
@@ -253,13 +251,8 @@ def compare_fields(a: Side, b: Side, now: int) -> list[Field]:
         Field(
             "Duration", (_duration(a.x, now),), (_duration(b.x, now),), note="First claim to end."
         ),
-        Field(
-            "Artifacts",
-            arts_a[0],
-            arts_b[0],
-            arts_a[1],
-            arts_b[1],
-            "Names are derived from the media type.",
+        _keyed(
+            "Artifacts", _artifacts(a.x), _artifacts(b.x), "Names are derived from the media type."
         ),
     ]
 
