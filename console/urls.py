@@ -25,9 +25,9 @@ register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("", works.work_list, name="home"),
-    # Before the Work page: "<id>/compare" would otherwise be read as a Work ID (an ID
-    # whose last segment is "compare" is spelt "~compare", console/converters.py).
-    path("works/<id:work_id>/compare", compare.compare_attempts, name="compare_attempts"),
+    # The page's name first, as attempts/ and actions/ are: "works/<id>/compare"
+    # could also be the Work page of an ID ending in "/compare".
+    path("compare/<id:work_id>", compare.compare_attempts, name="compare_attempts"),
     path("works/<id:work_id>", works.work_detail, name="work_detail"),
     path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),
     path("actions/retry/<id:work_id>", operate.retry_work, name="retry_work"),

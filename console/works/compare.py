@@ -1,4 +1,4 @@
-"""Two attempts of one Work side by side (``/works/<id>/compare?a=<Execution ID>&b=...``):
+"""Two attempts of one Work side by side (``/compare/<id>?a=<Execution ID>&b=...``):
 state, executor, binding, inputs seen, lease, outcome, duration and artifacts, each
 field marked "differs" or "same" in words, then the artifacts paired and diffed.
 

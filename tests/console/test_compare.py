@@ -1,4 +1,4 @@
-"""Two attempts of a Work side by side (``/works/<id>/compare``): the default pair, the
+"""Two attempts of a Work side by side (``/compare/<id>``): the default pair, the
 fields that differ marked in words, the logs and reports diffed, a big artifact left
 undiffed, awkward IDs from their links, bad input as 4xx pages, and a query count that
 does not grow with the history."""
@@ -21,7 +21,7 @@ from tests.console.support.odd_ids import IDS
 
 pytestmark = DB
 
-LINK = re.compile(r'href="(/works/[^"]+/compare)"')
+LINK = re.compile(r'href="(/compare/[^"]+)"')
 
 
 def text_of(html: str) -> str:
@@ -43,7 +43,7 @@ def get(client, url: str, status: int = 200) -> str:
 
 def test_the_default_is_the_latest_failed_against_the_latest_completed(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare")
+    html = get(as_bob, "/compare/refund-7")
 
     assert 'id="cmp-a" name="a"' in html
     assert re.search(r'<option value="refund-7-x3" selected>attempt 3 · failed', html)
@@ -59,7 +59,7 @@ def test_without_a_failed_and_a_completed_one_the_default_is_the_two_latest(as_b
     for _ in range(3):
         x = f.start("w")
         f.finish(x.id, state=ExecutionState.FAILED, message="again")
-    html = get(as_bob, "/works/w/compare")
+    html = get(as_bob, "/compare/w")
 
     assert '<option value="w-x2" selected>' in html.split('id="cmp-b"')[0]  # A: the older
     assert '<option value="w-x3" selected>' in html.split('id="cmp-b"')[1]
@@ -68,7 +68,7 @@ def test_without_a_failed_and_a_completed_one_the_default_is_the_two_latest(as_b
 
 def test_the_fields_that_differ_are_marked_in_words(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare")
+    html = get(as_bob, "/compare/refund-7")
 
     for name in ("state", "executor", "binding", "outcome", "lease", "inputs-seen", "artifacts"):
         assert "≠ differs" in row(html, name), name
@@ -83,7 +83,7 @@ def test_the_fields_that_differ_are_marked_in_words(as_bob):
 
 def test_two_attempts_that_went_alike_are_marked_the_same(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare?a=refund-7-x2&b=refund-7-x3")
+    html = get(as_bob, "/compare/refund-7?a=refund-7-x2&b=refund-7-x3")
 
     for name in ("state", "executor", "binding", "outcome"):
         assert "= same" in row(html, name), name
@@ -94,7 +94,7 @@ def test_two_attempts_that_went_alike_are_marked_the_same(as_bob):
 
 def test_the_log_and_the_report_are_diffed_line_by_line(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare")
+    html = get(as_bob, "/compare/refund-7")
     diffs = [text_of(d) for d in re.findall(r'<pre class="log diff"[^>]*>(.*?)</pre>', html, re.S)]
 
     log, report = diffs
@@ -118,7 +118,7 @@ def test_an_artifact_over_the_limit_is_not_diffed_and_the_page_says_so(as_bob):
         ref = f.publish(body)
         x = f.start("big")
         f.finish(x.id, state=ExecutionState.FAILED, message=f"try {n}", artifacts=[ref])
-    html = get(as_bob, "/works/big/compare")
+    html = get(as_bob, "/compare/big")
 
     assert f"not diffed: larger than {DIFF_LIMIT // 1024} KiB (download both)" in html
     assert "line 000001 of attempt" not in html
@@ -131,12 +131,12 @@ def test_the_work_page_links_compare_once_it_has_two_attempts(as_bob):
     assert "/compare" not in get(as_bob, "/works/one")
     x = f.start("one")
     f.finish(x.id, state=ExecutionState.FAILED, message="again")
-    assert LINK.findall(get(as_bob, "/works/one")) == ["/works/one/compare"]
+    assert LINK.findall(get(as_bob, "/works/one")) == ["/compare/one"]
 
 
 def test_a_work_with_one_attempt_says_a_comparison_needs_two(as_bob):
     f.exhausted("one")
-    html = get(as_bob, "/works/one/compare")
+    html = get(as_bob, "/compare/one")
 
     assert "This Work has 1 attempt: a comparison needs two." in html
 
@@ -155,23 +155,23 @@ def test_a_work_with_one_attempt_says_a_comparison_needs_two(as_bob):
 def test_bad_or_foreign_attempt_ids_are_4xx_pages(as_bob, query, status):
     seed.failed_then_succeeded_then_failed()
     f.exhausted("other")
-    html = get(as_bob, f"/works/refund-7/compare?{query}", status)
+    html = get(as_bob, f"/compare/refund-7?{query}", status)
 
     if status != 200:
         assert '<p class="status mono">' in html  # the console's error page
 
 
 def test_an_unknown_work_is_a_404_and_a_post_a_405(as_bob):
-    get(as_bob, "/works/nope/compare", 404)
+    get(as_bob, "/compare/nope", 404)
     # An ID over 255 bytes answers as the Work page does: no such Work.
     assert as_bob.get("/works/" + "x" * 256).status_code == 404
-    get(as_bob, "/works/" + "x" * 256 + "/compare", 404)
-    assert as_bob.post("/works/nope/compare").status_code == 405
+    get(as_bob, "/compare/" + "x" * 256, 404)
+    assert as_bob.post("/compare/nope").status_code == 405
 
 
 def test_one_side_named_takes_the_other_from_the_default(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare?a=refund-7-x1")
+    html = get(as_bob, "/compare/refund-7?a=refund-7-x1")
 
     # The default's A is attempt 3; B, the completed attempt 1, is taken: B becomes 3.
     assert '<option value="refund-7-x1" selected>' in html.split('id="cmp-b"')[0]
@@ -216,14 +216,14 @@ def test_awkward_ids_work_from_the_work_pages_link_and_the_choosers(as_bob, name
 def test_a_work_whose_id_ends_in_compare_keeps_its_page(as_bob):
     f.exhausted("team/compare")
     f.exhausted("team")
-    page = get(as_bob, "/works/team/~compare")
+    page = get(as_bob, "/works/team/compare")
     assert "team/compare" in page
     x = f.start("team/compare")
     f.finish(x.id, state=ExecutionState.FAILED, message="again")
 
-    assert LINK.findall(get(as_bob, "/works/team/~compare")) == ["/works/team/~compare/compare"]
-    assert "This Work has 1 attempt" in get(as_bob, "/works/team/compare")  # Work "team"
-    assert "attempt 2" in get(as_bob, "/works/team/~compare/compare")
+    assert LINK.findall(get(as_bob, "/works/team/compare")) == ["/compare/team/compare"]
+    assert "This Work has 1 attempt" in get(as_bob, "/compare/team")  # Work "team"
+    assert "attempt 2" in get(as_bob, "/compare/team/compare")
 
 
 def test_the_page_costs_the_same_whatever_the_history(as_bob, django_assert_num_queries):
@@ -239,7 +239,7 @@ def test_the_page_costs_the_same_whatever_the_history(as_bob, django_assert_num_
         # Events (at most 51 rows each), COMMIT: the same with 40 more Events and 4
         # more attempts; artifact content is read from files, not the database.
         with django_assert_num_queries(8, connection=connections["view"]) as ctx:
-            get(as_bob, "/works/refund-7/compare")
+            get(as_bob, "/compare/refund-7")
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]
 
@@ -257,7 +257,7 @@ def test_artifacts_pair_by_derived_name_and_binary_ones_are_not_diffed(as_bob):
     for refs in sides:
         x = f.start("mixed")
         f.finish(x.id, state=ExecutionState.FAILED, message="again", artifacts=refs)
-    html = get(as_bob, "/works/mixed/compare")
+    html = get(as_bob, "/compare/mixed")
     names = re.findall(
         r'<div class="cmp-artifact[^"]*" id="cmp-artifact-\d+">\s*<h3>(.*?)</h3>', html, re.S
     )
@@ -270,7 +270,7 @@ def test_artifacts_pair_by_derived_name_and_binary_ones_are_not_diffed(as_bob):
 
 def test_the_same_attempt_on_both_sides_is_said(as_bob):
     seed.failed_then_succeeded_then_failed()
-    html = get(as_bob, "/works/refund-7/compare?a=refund-7-x2&b=refund-7-x2")
+    html = get(as_bob, "/compare/refund-7?a=refund-7-x2&b=refund-7-x2")
 
     assert "A and B are the same attempt" in html
     assert "Nothing compared here differs." in html

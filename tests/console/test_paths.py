@@ -25,7 +25,6 @@ AWKWARD = [
     "caf\u00e9-\u65e5\u672c",
     "rtl\u202egnp.exe",
     "+!$&'()*,;=:@",
-    "a/compare",  # a sub-page's name as the last segment: "~compare"
 ]
 
 

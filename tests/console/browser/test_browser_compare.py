@@ -32,7 +32,7 @@ def test_an_operator_compares_the_failed_and_the_succeeded_attempt(
     page.wait_for_url(f"{live_server.url}/works/refund-7")
 
     page.get_by_role("link", name="Compare attempts").click()
-    page.wait_for_url(f"{live_server.url}/works/refund-7/compare")
+    page.wait_for_url(f"{live_server.url}/compare/refund-7")
     compare = page.locator("#compare")
     expect(compare).to_contain_text("Chosen by default: the latest failed attempt (A)")
     expect(page.locator("#cmp-a")).to_have_value("refund-7-x3")
@@ -68,7 +68,7 @@ def test_an_operator_compares_the_failed_and_the_succeeded_attempt(
     page.select_option("#cmp-a", "refund-7-x2")
     page.select_option("#cmp-b", "refund-7-x3")
     page.get_by_role("button", name="Compare").click()
-    page.wait_for_url(re.compile(r"/works/refund-7/compare\?a=refund-7-x2&b=refund-7-x3$"))
+    page.wait_for_url(re.compile(r"/compare/refund-7\?a=refund-7-x2&b=refund-7-x3$"))
     expect(page.locator("#cmp-outcome")).to_contain_text("= same")
     expect(page.locator("#compare")).to_contain_text("the same SHA-256: not read")
     expect(page.locator("#compare-default")).to_have_count(0)
