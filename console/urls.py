@@ -15,6 +15,7 @@ from console.runtime import artifacts, attempt
 from console.runtime import views as runtime
 from console.saved import views as saved
 from console.triage import views as triage
+from console.works import compare
 from console.works import views as works
 
 # IDs are opaque strings that may contain "/": detail URLs take the rest of the path,
@@ -24,6 +25,9 @@ register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("", works.work_list, name="home"),
+    # The page's name first, as attempts/ and actions/ are: "works/<id>/compare"
+    # could also be the Work page of an ID ending in "/compare".
+    path("compare/<id:work_id>", compare.compare_attempts, name="compare_attempts"),
     path("works/<id:work_id>", works.work_detail, name="work_detail"),
     path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),
     path("actions/retry/<id:work_id>", operate.retry_work, name="retry_work"),

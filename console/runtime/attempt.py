@@ -11,6 +11,7 @@ does not have.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.http import HttpResponse
@@ -47,18 +48,8 @@ def read_attempt(execution_id: str, seen: str = "") -> AttemptPage | None:
             work: Work | None = tx.work(x.work_id)
         except NotFound:
             work = None
-        waits = sorted(
-            (w for w in tx.waits(x.work_id) if w.execution_id == x.id),
-            key=lambda w: (w.created_at, w.id),
-            reverse=True,
-        )
-        events = tx.find_events(
-            work_id=x.work_id,
-            received_since=x.created_at,
-            received_before=x.finished_at + 1 if x.finished_at else None,
-            newest_first=True,
-            limit=EVENTS_MAX + 1,
-        )
+        waits = waits_of_attempt(x, tx.waits(x.work_id))
+        events, more = events_while_it_lived(tx, x)
         return AttemptPage(
             now=tx.now,
             stamp=stamp,
@@ -67,12 +58,31 @@ def read_attempt(execution_id: str, seen: str = "") -> AttemptPage | None:
             label=attempt_label(x, waits, work.state if work else None),
             lease_expired=not x.terminal and 0 < x.lease_expires_at <= tx.now,
             waits=waits,
-            events=events[:EVENTS_MAX],
-            more_events=len(events) > EVENTS_MAX,
+            events=events,
+            more_events=more,
         )
 
     # The lease countdown moves with time alone: the stamp changes every second.
     return polled_view(seen, build, period=10**9)
+
+
+def waits_of_attempt(x: Execution, waits: Iterable[Wait]) -> list[Wait]:
+    """The attempt's own Waits among its Work's ``waits``, newest first."""
+    mine = (w for w in waits if w.execution_id == x.id)
+    return sorted(mine, key=lambda w: (w.created_at, w.id), reverse=True)
+
+
+def events_while_it_lived(tx: Tx, x: Execution) -> tuple[list[StoredEvent], bool]:
+    """Its Work's Events accepted from its creation to its end (or now), newest first:
+    at most EVENTS_MAX, and whether there were more. One bounded read."""
+    events = tx.find_events(
+        work_id=x.work_id,
+        received_since=x.created_at,
+        received_before=x.finished_at + 1 if x.finished_at else None,
+        newest_first=True,
+        limit=EVENTS_MAX + 1,
+    )
+    return events[:EVENTS_MAX], len(events) > EVENTS_MAX
 
 
 @page
