@@ -2,6 +2,7 @@ from django.urls import include, path, register_converter
 
 from console import misc, readiness
 from console.api import pages as api_tokens
+from console.causation import views as causation
 from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
@@ -28,6 +29,7 @@ urlpatterns = [
     # The page's name first, as attempts/ and actions/ are: "works/<id>/compare"
     # could also be the Work page of an ID ending in "/compare".
     path("compare/<id:work_id>", compare.compare_attempts, name="compare_attempts"),
+    path("causation/<id:work_id>", causation.work_causation, name="work_causation"),
     path("works/<id:work_id>", works.work_detail, name="work_detail"),
     path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),
     path("actions/retry/<id:work_id>", operate.retry_work, name="retry_work"),

@@ -120,10 +120,24 @@ class Tx(Protocol):
         unrouted: bool = False,
         received_since: Nanos | None = None,
         received_before: Nanos | None = None,
+        ids: Sequence[str] | None = None,
+        causes: Sequence[str] | None = None,
     ) -> list[StoredEvent]:
         """Events with after < sequence < before (0: unbounded) matching every given
-        filter (acceptance time in [received_since, received_before)), ascending or
-        newest first, at most ``limit`` (the console's search)."""
+        filter (acceptance time in [received_since, received_before); with any of
+        ``ids``; caused by any of ``causes``: at most ``meaning.events.IDS_MAX`` each),
+        ascending or newest first, at most ``limit`` (the console's search)."""
+        ...
+
+    def count_events(
+        self,
+        *,
+        after: int = 0,
+        before: int = 0,
+        work_id: str = "",
+        causes: Sequence[str] | None = None,
+    ) -> int:
+        """How many Events ``find_events`` selects with these filters and no limit."""
         ...
 
     def latest_sequence(self) -> int: ...

@@ -244,6 +244,9 @@ class MemoryTx(BaseTx):
                 break
         return out
 
+    def _count_events(self, scan: EventScan) -> int:
+        return sum(1 for seq in self.state.events if scan.matches(self._stored(seq)))
+
     def _latest_sequence(self) -> int:
         return self.state.sequence
 

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 
 from ..records import CorrelationKey, Nanos, StoredEvent
 
+# The most IDs ``ids`` or ``causes`` may list: one IN list a statement binds on either
+# engine (a page's worth of Events, not a history).
+IDS_MAX = 500
+
 
 @dataclass(frozen=True, slots=True)
 class EventScan:
@@ -33,6 +37,10 @@ class EventScan:
     # Acceptance time in [received_since, received_before); None: unbounded.
     received_since: Nanos | None = None
     received_before: Nanos | None = None
+    # With any of these IDs; caused by any of these Events (their causation ID is one
+    # of them). None is off; a tuple is at most ``IDS_MAX`` IDs, none empty.
+    ids: tuple[str, ...] | None = None
+    causes: tuple[str, ...] | None = None
 
     def matches(self, stored: StoredEvent) -> bool:
         """The scan's meaning for one Event (the reference double filters with it)."""
@@ -54,4 +62,6 @@ class EventScan:
             and (self.key is None or self.key in e.keys)
             and (self.received_since is None or e.received_at >= self.received_since)
             and (self.received_before is None or e.received_at < self.received_before)
+            and (self.ids is None or e.id in self.ids)
+            and (self.causes is None or e.causation_id in self.causes)
         )

@@ -203,6 +203,15 @@ class OrmReads(OrmFacets):
 
     # -- event scans ----------------------------------------------------------------
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:
+        qs = self._selected_events(scan)
+        rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*EVENT_FIELDS)
+        return [stored_event(r) for r in (rows[: scan.limit] if scan.limit else rows)]
+
+    def _count_events(self, scan: EventScan) -> int:
+        return self._selected_events(scan).count()
+
+    def _selected_events(self, scan: EventScan) -> QuerySet[EventRow]:
+        """The Event rows ``scan`` selects (``EventScan.matches``), unordered."""
         self.flush()
         qs = EventRow.objects.using(self.alias).filter(seq__gt=scan.after)
         if scan.before:
@@ -233,8 +242,11 @@ class OrmReads(OrmFacets):
             qs = qs.filter(seq__in=carrying.values("seq"))
         if scan.received_since is not None or scan.received_before is not None:
             qs = self._received_between(qs, scan.received_since, scan.received_before)
-        rows = qs.order_by("-seq" if scan.newest_first else "seq").values(*EVENT_FIELDS)
-        return [stored_event(r) for r in (rows[: scan.limit] if scan.limit else rows)]
+        if scan.ids is not None:
+            qs = qs.filter(id__in=list(scan.ids))  # the unique ID index
+        if scan.causes is not None:
+            qs = qs.filter(causation_id__in=list(scan.causes))  # event_causation
+        return qs
 
     @staticmethod
     def _received_between(

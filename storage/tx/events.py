@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
 from ..meaning import series_tally
-from ..meaning.events import EventScan
+from ..meaning.events import IDS_MAX, EventScan
 from ..records import CorrelationKey, Event, Nanos, Route, StoredEvent
 from . import fields
 from .base import TxBase
@@ -155,14 +155,18 @@ class EventRules(TxBase):
         unrouted: bool = False,
         received_since: Nanos | None = None,
         received_before: Nanos | None = None,
+        ids: Sequence[str] | None = None,
+        causes: Sequence[str] | None = None,
     ) -> list[StoredEvent]:
         """The operator's Event search: sequence strictly between ``after`` and
         ``before`` (0: unbounded), any of ``sources``, any of ``types``, recorded in
         any of ``scope_ids`` ("" = none recorded), naming or routed to ``work_id``,
         unrouted only, accepted in [received_since, received_before) (the dashboard's
-        buckets; by the acceptance-time index); ascending or newest first; at most
+        buckets; by the acceptance-time index), with any of ``ids``, caused by any of
+        ``causes`` (each at most ``IDS_MAX`` IDs); ascending or newest first; at most
         ``limit``. Every filter is
-        served by an index ending in the sequence, so a page costs what it returns."""
+        served by an index ending in the sequence (``ids`` by the unique ID), so a
+        page costs what it returns."""
         named = {"sources": sources, "types": types, "actors": actors, "scope_ids": scope_ids}
         for what, values in named.items():
             if isinstance(values, str):
@@ -183,8 +187,29 @@ class EventRules(TxBase):
             unrouted=unrouted,
             received_since=received_since,
             received_before=received_before,
+            ids=_id_list(ids, "ids"),
+            causes=_id_list(causes, "causes"),
         )
         return self._scan(scan)
+
+    def count_events(
+        self,
+        *,
+        after: int = 0,
+        before: int = 0,
+        work_id: str = "",
+        causes: Sequence[str] | None = None,
+    ) -> int:
+        """How many Events ``find_events`` selects with these filters and no limit: an
+        index count (a Work's Events, or those some Events caused), so it costs the
+        Events counted, not the history."""
+        scan = EventScan(
+            after=after, before=before, work_id=work_id or None, causes=_id_list(causes, "causes")
+        )
+        self._check()
+        if scan.after < 0 or scan.before < 0:
+            raise Invalid("event cursors are nonnegative acceptance sequences")
+        return self._count_events(scan)
 
     def latest_sequence(self) -> int:
         self._check()
@@ -193,3 +218,14 @@ class EventRules(TxBase):
     def store_version(self) -> int:
         self._check()
         return self._store_version()
+
+
+def _id_list(values: Sequence[str] | None, what: str) -> tuple[str, ...] | None:
+    """``values`` as an EventScan's ID tuple: checked, duplicates dropped, at most
+    ``IDS_MAX``; None stays None (the filter is off)."""
+    if values is None:
+        return None
+    listed = fields.require_ids(values, f"find_events {what}")
+    if len(listed) > IDS_MAX:
+        raise Invalid(f"find_events {what} takes at most {IDS_MAX} IDs, not {len(listed)}")
+    return tuple(listed)

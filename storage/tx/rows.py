@@ -179,6 +179,10 @@ class ContractRows(ABC):
         """Events selected by ``scan``, in its order, at most ``scan.limit``."""
 
     @abstractmethod
+    def _count_events(self, scan: EventScan) -> int:
+        """How many Events ``scan`` selects (its limit and order unused)."""
+
+    @abstractmethod
     def _latest_sequence(self) -> int:
         """The highest acceptance sequence given so far (0: none)."""
 

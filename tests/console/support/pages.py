@@ -45,6 +45,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "": [({}, "", 200), ({}, EXHAUSTED, 200), ({}, "q=w-", 200), ({}, "state=failed&size=25", 200)],
     "works/<id:work_id>": [({}, "", 200), ({"work_id": "w-parked"}, "", 200)],
     "compare/<id:work_id>": [({}, "", 200), ({}, "a=nope", 404)],
+    "causation/<id:work_id>": [({}, "", 200), ({"work_id": "w-parked"}, "after=1", 200)],
     "actions/cancel/<id:work_id>": [({"work_id": "w-parked"}, "", 200)],
     "actions/retry/<id:work_id>": [({"work_id": "w-exhausted"}, "", 200)],
     "actions/bulk": [({}, "do=retry-all", 200), ({}, "do=cancel-all&state=ready", 200)],
