@@ -12,12 +12,16 @@ sequence), and around it what the window needs, a level of causation per query:
   and ``DOWN_MAX`` Events, counting (one index count) what is left out;
 - the Work's attempts, Waits and Timers, and the other Work the rows name.
 
-So a page reads at most SPINE + UP_MAX + DOWN_MAX + 1 Events whatever the tree's size,
-in at most 8 + UP_LEVELS + DOWN_LEVELS queries (fewer for a shallow tree: one per
-level actually walked). What a row did (created the Work, started an attempt, ended
-the Work) is matched by transaction time: storage stamps every record a transaction
-writes with its one ``now``, so a Work, attempt or routing written with the Event's
-acceptance or routing carries the same instant.
+So a page reads at most SPINE + UP_MAX + DOWN_MAX + 2 Events whatever the tree's size,
+in at most 9 + UP_LEVELS + DOWN_LEVELS queries (the Work, its window, two counts of
+its Events, the levels, a count of the effects left out, its attempts, Waits and
+Timers, the other Work named; fewer for a shallow tree: one per level walked).
+
+What a row did (created the Work, started an attempt, ended the Work) is matched by
+transaction time: storage stamps every record a transaction writes with its one
+``now``, so a Work, attempt or routing written with the Event's acceptance or routing
+carries the same instant. Two transactions can share an instant only when the clock
+stands still (``Guard.now`` never decreases), so a match can at worst name a neighbour.
 """
 
 from __future__ import annotations
@@ -94,12 +98,14 @@ def _walk_up(tx: Tx, known: dict[str, StoredEvent], spine: Sequence[StoredEvent]
     missing = {e.event.causation_id for e in spine} - set(known) - {""}
     read_up = 0
     for _ in range(UP_LEVELS):
-        if not missing or read_up >= UP_MAX:
+        wanted = sorted(missing)[: UP_MAX - read_up]
+        if not wanted:
             break
-        found = tx.find_events(ids=sorted(missing))
+        found = tx.find_events(ids=wanted)  # every cause exists (EV-06)
         read_up += len(found)
         known.update((e.id, e) for e in found)
-        missing = {e.event.causation_id for e in found} - set(known) - {""}
+        missing = (missing - set(wanted)) | {e.event.causation_id for e in found}
+        missing -= set(known) | {""}
     return len(missing)
 
 
