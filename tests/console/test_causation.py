@@ -264,6 +264,20 @@ def test_many_effects_are_cut_and_counted(as_bob):
     assert "50 more Events caused by this page's Events not shown" in text_of(html)
 
 
+def test_past_the_last_page_and_a_work_without_events(as_bob):
+    chain("short", 3)
+    f.work("quiet")
+    past = as_bob.get(f"/works/short/causation?after={sequence('short-2')}").content.decode()
+    quiet = as_bob.get("/works/quiet/causation").content.decode()
+
+    assert rows(past) == []
+    assert "No Events name this Work or were routed to it after this point." in text_of(past)
+    assert 'href="/works/short/causation">First page' in past
+    assert rows(quiet) == []
+    assert "No Events name this Work or were routed to it." in text_of(quiet)
+    assert "First page" not in quiet
+
+
 def test_an_unknown_work_is_the_404_page(as_bob):
     response = as_bob.get("/works/nobody/causation")
     assert response.status_code == 404
