@@ -100,8 +100,18 @@ def integrity() -> list[str]:
 def kill(child: subprocess.Popen[str]) -> list[int]:
     """SIGKILL the writer; the acknowledgements it wrote before dying."""
     os.kill(child.pid, signal.SIGKILL)
-    out, _ = child.communicate(timeout=30)
+    child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
+    assert child.stdout is not None
+    assert child.stderr is not None
+    # Read through the same buffered reader the first readline() used: it may already
+    # hold later acknowledgements (a loaded machine reads late, the writer has written
+    # several lines by then). communicate() reads the pipe's descriptor, past them: in
+    # CI that lost three acknowledgements and the store seemed to hold unacknowledged
+    # commits. The writer is dead, so read() ends at what it wrote.
+    out = child.stdout.read()
+    child.stdout.close()
+    child.stderr.close()
     return [int(line) for line in out.split()]
 
 
