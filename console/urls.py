@@ -55,6 +55,7 @@ urlpatterns = [
     path("attempts/<id:execution_id>", attempt.attempt_detail, name="attempt"),
     path("waits", runtime.waits, name="waits"),
     path("timers", runtime.timers, name="timers"),
+    path("timers/ahead", runtime.timers_ahead, name="timers_ahead"),
     path("scopes", runtime.scopes, name="scopes"),
     path("run-records", run_records.run_record_list, name="run_records"),
     path("run-records/<id:run_id>", run_records.run_record_detail, name="run_record"),

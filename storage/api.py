@@ -270,6 +270,11 @@ class Tx(Protocol):
         """How many Timers ``query`` selects, cursor and limit aside."""
         ...
 
+    def timer_series(self, buckets: Buckets, query: TimerQuery) -> list[int]:
+        """Per bucket, how many of the Timers ``count_timers(query)`` counts fire in
+        it (meaning: storage/meaning/pages.py), from the due times, none decoded."""
+        ...
+
     def delete_timer(self, timer_id: str, revision: int) -> None: ...
     def fire_timer(
         self, timer_id: str, revision: int, next: TimerNext | None = None

@@ -306,13 +306,19 @@ class MemoryTx(BaseTx):
     def _count_overdue(self, at: Nanos, scope_ids: Sequence[str] | None) -> int:
         return len(self._overdue_timers(at, scope_ids, 0))
 
+    def _work_of(self, query: TimerQuery) -> pages.WorkOf:
+        if query.scope_ids is None and query.kinds is None:
+            return {}
+        return {w.id: (w.scope_id, w.kind) for w in self._list("work")}
+
     def _query_timers(self, query: TimerQuery) -> list[Timer]:
-        scope_of = self._scope_of() if query.scope_ids is not None else {}
-        return pages.select_timers(query, self._list("timer"), scope_of)
+        return pages.select_timers(query, self._list("timer"), self._work_of(query))
 
     def _count_timers(self, query: TimerQuery) -> int:
-        scope_of = self._scope_of() if query.scope_ids is not None else {}
-        return pages.count_timers(query, self._list("timer"), scope_of)
+        return pages.count_timers(query, self._list("timer"), self._work_of(query))
+
+    def _timer_series(self, buckets: Buckets, query: TimerQuery) -> list[int]:
+        return pages.timer_series(buckets, query, self._list("timer"), self._work_of(query))
 
     def _query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
         return pages.select_waits(query, self._list("wait", live=True))

@@ -491,7 +491,9 @@ class TimerQuery:
     page before a page), still in ascending order; at most one of them. ``limit`` 0
     means no limit. ``scope_ids``: only Timers whose Work is in one of these Scopes
     ("" for Work without a Scope and for a Timer serving no Work), as the dashboards'
-    ``overdue_timers`` selects them (None: every Timer; empty: none).
+    ``overdue_timers`` selects them (None: every Timer; empty: none). ``kinds``: only
+    Timers whose Work's kind is one of these ("" for a Timer serving no Work; None:
+    every Timer; empty: none).
     """
 
     due_by: Nanos | None = None
@@ -499,6 +501,7 @@ class TimerQuery:
     before: TimerKey | None = None
     limit: int = 0
     scope_ids: frozenset[str] | None = None
+    kinds: frozenset[str] | None = None
 
     @staticmethod
     def key_of(timer: Timer) -> TimerKey:

@@ -12,6 +12,7 @@ from console.errors import error_page
 from console.http import HtmxHttpRequest, page, render_region
 from console.overdue import grace_seconds, overdue_by
 from console.polling import seen_stamp, unchanged
+from console.runtime.ahead import WINDOWS, AheadFilter, parse_ahead_filter, strip
 from console.runtime.execfilter import (
     LEASE,
     STATE_CHOICES,
@@ -28,7 +29,9 @@ from console.runtime.filters import (
     parse_wait_filter,
 )
 from console.runtime.reads import (
+    AheadPage,
     KeysetPage,
+    read_ahead,
     read_execution_page,
     read_scopes,
     read_started_executions,
@@ -85,7 +88,9 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
     return render_region(request, TEMPLATE, "live", context)
 
 
-def _pager(f: WaitFilter | TimerFilter, page: KeysetPage[Any]) -> dict[str, str]:
+def _pager(
+    f: WaitFilter | TimerFilter | AheadFilter, page: KeysetPage[Any] | AheadPage
+) -> dict[str, str]:
     """The links beside a keyset page: the next and previous pages' cursors, and the
     first page (the filter alone) from any other page."""
     nxt, prev = page.next_key, page.prev_key
@@ -135,6 +140,32 @@ def timers(request: HtmxHttpRequest) -> HttpResponse:
         "unscoped": tab + replace(f, scope="").querystring(),
     }
     return render_region(request, "console/timers.html", "live", context)
+
+
+@page
+def timers_ahead(request: HtmxHttpRequest) -> HttpResponse:
+    """What fires in the next hour or day (``window``), of a Scope tree and a Work kind:
+    a density strip with the overdue and due Timers first, and the list below it."""
+    try:
+        f = parse_ahead_filter(request.GET)
+        cursor = parse_page_cursor(request.GET)
+    except FilterError as exc:
+        return error_page(request, 400, "Invalid request", " ".join(exc.errors.values()))
+    ahead = read_ahead(f, cursor, seen_stamp(request))
+    if ahead is None:
+        return unchanged()
+    grace, late_by = grace_seconds(), overdue_by(ahead.now)
+    counts = (ahead.overdue, ahead.due - ahead.overdue, ahead.ahead)
+    here = reverse("timers_ahead")
+    context = {"page": ahead, "filter": f, "sizes": PAGE_SIZES, **_pager(f, ahead)}
+    context |= {"grace": grace, "overdue_at": late_by, "here": here}
+    context["chart"] = strip(here, f, ahead.now, late_by, counts, grace)
+    # The window's tabs keep the Scope, kind and page size, and start at the first page.
+    context["windows"] = [
+        (w.label, here + replace(f, window=key).querystring(), key == f.window)
+        for key, w in WINDOWS.items()
+    ]
+    return render_region(request, "console/timers_ahead.html", "live", context)
 
 
 @page

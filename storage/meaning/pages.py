@@ -17,7 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import Invalid
-from ..records import ActiveWaitQuery, Nanos, Timer, TimerKey, TimerQuery, Wait, WaitKey
+from ..records import (
+    ActiveWaitQuery,
+    Buckets,
+    Nanos,
+    Timer,
+    TimerKey,
+    TimerQuery,
+    Wait,
+    WaitKey,
+)
 
 # What a database column holds: a cursor or bound outside it could not be bound.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -57,11 +66,12 @@ def check_timer_query(query: TimerQuery) -> None:
     if not isinstance(query, TimerQuery):
         raise Invalid(f"query_timers takes a TimerQuery, not {type(query).__name__}")
     _check_page(query, "due_by", TimerKey, "fire_at")
-    scopes = query.scope_ids
-    if scopes is not None and (
-        not isinstance(scopes, frozenset) or not all(isinstance(s, str) for s in scopes)
-    ):
-        raise Invalid("TimerQuery.scope_ids takes a frozenset of Scope IDs or None")
+    for name, what in (("scope_ids", "Scope IDs"), ("kinds", "Work kinds")):
+        chosen = getattr(query, name)
+        if chosen is not None and (
+            not isinstance(chosen, frozenset) or not all(isinstance(s, str) for s in chosen)
+        ):
+            raise Invalid(f"TimerQuery.{name} takes a frozenset of {what} or None")
 
 
 def check_wait_query(query: ActiveWaitQuery) -> None:
@@ -101,27 +111,50 @@ def _key(key: TimerKey | WaitKey | None) -> tuple[Nanos, str] | None:
     return (key.fire_at if isinstance(key, TimerKey) else key.created_at, key.id)
 
 
-def _in_scopes(query: TimerQuery, timer: Timer, scope_of: Mapping[str, str]) -> bool:
-    """Whether ``timer``'s Work (``scope_of``: Work ID -> Scope ID) is in the query's
-    Scopes: a Timer's Scope is its Work's, "" without one."""
-    return query.scope_ids is None or scope_of.get(timer.work_id, "") in query.scope_ids
+# Per Work ID, its Scope and kind: a Timer's are its Work's ("", "" without one).
+WorkOf = Mapping[str, tuple[str, str]]
 
 
-def select_timers(
-    query: TimerQuery, timers: Sequence[Timer], scope_of: Mapping[str, str]
-) -> list[Timer]:
+def _chosen(query: TimerQuery, timer: Timer, work_of: WorkOf) -> bool:
+    """Whether ``timer``'s Work is in the query's Scopes and of one of its kinds."""
+    scope, kind = work_of.get(timer.work_id, ("", ""))
+    return (query.scope_ids is None or scope in query.scope_ids) and (
+        query.kinds is None or kind in query.kinds
+    )
+
+
+def select_timers(query: TimerQuery, timers: Sequence[Timer], work_of: WorkOf) -> list[Timer]:
     """The page of ``timers`` (the live ones) ``query`` selects."""
-    rows = (((t.fire_at, t.id), t) for t in timers if _in_scopes(query, t, scope_of))
+    rows = (((t.fire_at, t.id), t) for t in timers if _chosen(query, t, work_of))
     return _page(rows, query.due_by, _key(query.after), _key(query.before), query.limit)
 
 
-def count_timers(query: TimerQuery, timers: Sequence[Timer], scope_of: Mapping[str, str]) -> int:
-    """How many ``timers`` the query's bound and Scopes select (cursor and limit aside)."""
+def count_timers(query: TimerQuery, timers: Sequence[Timer], work_of: WorkOf) -> int:
+    """How many ``timers`` the query's bound, Scopes and kinds select (cursor and
+    limit aside)."""
     return sum(
         1
         for t in timers
-        if (query.due_by is None or t.fire_at <= query.due_by) and _in_scopes(query, t, scope_of)
+        if (query.due_by is None or t.fire_at <= query.due_by) and _chosen(query, t, work_of)
     )
+
+
+def timer_series(
+    buckets: Buckets, query: TimerQuery, timers: Sequence[Timer], work_of: WorkOf
+) -> list[int]:
+    """Per bucket of ``buckets``, how many ``timers`` (the live ones) fire in it among
+    those ``count_timers`` counts: the buckets over [start, end) sum to
+    ``count_timers`` of the Timers firing in that range."""
+    counts = [0] * buckets.count
+    for t in timers:
+        i = buckets.index(t.fire_at)
+        if (
+            i is not None
+            and (query.due_by is None or t.fire_at <= query.due_by)
+            and _chosen(query, t, work_of)
+        ):
+            counts[i] += 1
+    return counts
 
 
 def select_waits(query: ActiveWaitQuery, waits: Sequence[Wait]) -> list[Wait]:

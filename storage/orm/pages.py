@@ -5,7 +5,9 @@ Each page is one statement over a partial index already in the table's order, so
 reads the rows shown and no more: Timers by ``timer_due`` (live, fire time, ID),
 active Waits by ``wait_active_created`` (active, creation time from the JSON, ID;
 migration 0017). A page before a cursor walks the same index backwards and is turned
-round here. Each count is one range of the same index, reading no record.
+round here. Each count is one range of the same index, reading no record; so is each bucket of
+``timer_series`` (the Timers page's strip of what fires ahead): a COUNT over the
+bucket's range of ``timer_due``, all buckets as scalar subqueries of one statement.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import codec
-from ..records import ActiveWaitQuery, Nanos, Timer, TimerQuery, Wait
+from ..records import ActiveWaitQuery, Buckets, Nanos, Timer, TimerQuery, Wait
 from . import schema
 from .reads import TIMER_SCOPE, OrmReads
+
+# A Timer's kind is its Work's ("" without one), by a primary-key probe, as its Scope.
+TIMER_KIND = f"COALESCE((SELECT w.kind FROM {schema.WORK} w WHERE w.id = t.work_id), '')"
 
 
 class OrmPages(OrmReads):
@@ -66,6 +71,10 @@ class OrmPages(OrmReads):
             scoped, bound = self._in(TIMER_SCOPE, sorted(query.scope_ids))
             where.append(scoped.removeprefix(" AND "))
             params += bound
+        if query.kinds is not None:
+            kinds, bound = self._in(TIMER_KIND, sorted(query.kinds))
+            where.append(kinds.removeprefix(" AND "))
+            params += bound
         return where, params
 
     def _query_timers(self, query: TimerQuery) -> list[Timer]:
@@ -86,6 +95,14 @@ class OrmPages(OrmReads):
         return int(
             self._one(f"SELECT COUNT(*) FROM {schema.TIMER} t WHERE {' AND '.join(where)}", params)
         )
+
+    def _timer_series(self, buckets: Buckets, query: TimerQuery) -> list[int]:
+        where, params = self._timer_where(query)
+        # The bucket's bounds right after the index predicate, so each subquery is one
+        # range of timer_due (plans pinned in tests/storage/orm/test_runtime_page_plans.py).
+        where.insert(1, "t.fire_ns >= %s AND t.fire_ns < %s")
+        sql = f"(SELECT COUNT(*) FROM {schema.TIMER} t WHERE {' AND '.join(where)})"
+        return self._scalars([(sql, [*buckets.bounds(i), *params]) for i in range(buckets.count)])
 
     def _wait_where(self, query: ActiveWaitQuery) -> tuple[list[str], list[Any], str]:
         created = self.dialect.json_nanos("w.data", "created_at")

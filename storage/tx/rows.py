@@ -263,6 +263,11 @@ class ContractRows(ABC):
         """How many Timers ``query``'s bound selects (``meaning.pages.count_timers``)."""
 
     @abstractmethod
+    def _timer_series(self, buckets: Buckets, query: TimerQuery) -> list[int]:
+        """Per bucket, the Timers ``query`` counts that fire in it, from the due
+        times alone (``meaning.pages.timer_series``)."""
+
+    @abstractmethod
     def _query_active_waits(self, query: ActiveWaitQuery) -> list[Wait]:
         """Active Waits selected by a checked ``query`` (``meaning.pages.select_waits``)."""
 

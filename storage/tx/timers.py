@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import Conflict, Invalid, NotFound
+from ..meaning import series
 from ..meaning.pages import check_timer_query
-from ..records import Event, Nanos, StoredEvent, Timer, TimerNext, TimerQuery
+from ..records import Buckets, Event, Nanos, StoredEvent, Timer, TimerNext, TimerQuery
 from . import fields
 from .events import EventRules
 from .work import WorkRules
@@ -102,6 +103,8 @@ class TimerRules(WorkRules, EventRules):
     def _check_timer_scopes(query: TimerQuery) -> None:
         for scope_id in query.scope_ids or ():  # parameters of SQL too (no NUL there)
             fields.require_text(scope_id, "Scope ID of a Timer query")
+        for kind in query.kinds or ():
+            fields.require_text(kind, "Work kind of a Timer query")
 
     def count_timers(self, query: TimerQuery) -> int:
         """How many Timers ``query``'s bound selects, its cursor and limit aside (an
@@ -110,6 +113,16 @@ class TimerRules(WorkRules, EventRules):
         check_timer_query(query)
         self._check_timer_scopes(query)
         return self._count_timers(query)
+
+    def timer_series(self, buckets: Buckets, query: TimerQuery) -> list[int]:
+        """Per bucket of ``buckets``, how many Timers fire in it among those
+        ``count_timers(query)`` counts (cursor and limit aside): counted from the due
+        times (an index range per bucket), no Timer decoded."""
+        self._check()
+        series.check_buckets(buckets)
+        check_timer_query(query)
+        self._check_timer_scopes(query)
+        return self._timer_series(buckets, query)
 
     def delete_timer(self, timer_id: str, revision: int) -> None:
         self._writable()

@@ -138,7 +138,7 @@ _CURSOR_IDS = st.text(min_size=0, max_size=300)
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
-    path=st.sampled_from(["/executions", "/waits", "/timers"]),
+    path=st.sampled_from(["/executions", "/waits", "/timers", "/timers/ahead"]),
     name=st.sampled_from(["after", "before"]),
     time=_CURSOR_TIMES,
     key_id=_CURSOR_IDS,

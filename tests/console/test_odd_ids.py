@@ -131,6 +131,7 @@ LISTS = {
     "executions": {"work_detail"},
     "waits": {"work_detail"},
     "timers": {"work_detail"},
+    "timers_ahead": {"work_detail"},
     "scopes": {"dashboard_scope"},
     "run_records": {"run_record"},
 }

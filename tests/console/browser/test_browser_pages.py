@@ -132,6 +132,7 @@ PAGES = {
     "waits": Visit("/waits"),
     # A later page (after a cursor before every row): the pager with all its links.
     "timers, a later page": Visit("/timers?due=1&after=1.a"),
+    "timers to come": Visit("/timers/ahead?window=24h&scope=acme&kind=billing.charge"),
     "waits, a later page": Visit("/waits?size=25&after=1.a"),
     "scopes": Visit("/scopes"),
     "errors": Visit("/errors"),

@@ -106,6 +106,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "account/tokens": [({}, "", 200)],
     "account/tokens/<int:pk>/revoke": [({}, "", 405)],
     "healthz": [({}, "", 200)],
+    "timers/ahead": [({}, "", 200), ({}, "window=24h&scope=acme&kind=billing.charge", 200)],
     "readyz": [({}, "", 200)],
     # The test client's address is 127.0.0.1, a default allowed network: a full scrape.
     "metrics": [({}, "", 200)],

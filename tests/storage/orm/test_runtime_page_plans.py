@@ -1,8 +1,9 @@
 """The Timers and Waits pages' reads are index range scans on each engine: every
 statement of ``query_timers``, ``query_active_waits`` and their counts, first page,
-after a cursor, before one and with a bound, names its partial index and needs no
-sort, so a page costs its rows and a count its selection, never the table (a million
-Work's history holds every Timer and Wait ever deleted or ended). SQLite plans with
+after a cursor, before one and with a bound, and ``timer_series`` (each bucket a
+COUNT over its range of fire times), names its partial index and needs no sort, so
+a page costs its rows and a count its selection, never the table (a million Work's
+history holds every Timer and Wait ever deleted or ended). SQLite plans with
 EXPLAIN QUERY PLAN; PostgreSQL with EXPLAIN, sequential scans priced out (on a
 handful of rows it would rightly prefer one), as tests/storage/orm/test_prefix_plans.py
 does, and bitmap scans too."""
@@ -15,7 +16,16 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db import connections
 
-from storage import ActiveWaitQuery, Guard, TimerKey, TimerQuery, Tx, WaitKey, seconds
+from storage import (
+    ActiveWaitQuery,
+    Buckets,
+    Guard,
+    TimerKey,
+    TimerQuery,
+    Tx,
+    WaitKey,
+    seconds,
+)
 from storage.orm import OrmStore
 
 from ..support import FakeClock, make_timer
@@ -48,6 +58,8 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
     now = store.view(lambda t: t.now)
     tkey, wkey = TimerKey(now + seconds(10), "t10"), WaitKey(now, "w10")
     scopes = frozenset({"s.1", "s/2"})
+    kinds = frozenset({"billing.charge", ""})
+    axis = Buckets(now + seconds(3), seconds(4), 3)
     reads: dict[str, Callable[[Tx], object]] = {
         "timers": lambda t: t.query_timers(TimerQuery(limit=5)),
         "timers after": lambda t: t.query_timers(TimerQuery(after=tkey, limit=5)),
@@ -65,6 +77,18 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
             TimerQuery(due_by=now + seconds(5), scope_ids=scopes)
         ),
         "timers due count": lambda t: t.count_timers(TimerQuery(due_by=now + seconds(5))),
+        # The Timers-ahead page: its list by kind (a primary-key probe of the Work, as
+        # for the Scope) and its strip, a COUNT per bucket over that bucket's range.
+        "timers kind scope due": lambda t: t.query_timers(
+            TimerQuery(due_by=now + 5, after=tkey, limit=5, scope_ids=scopes, kinds=kinds)
+        ),
+        "timers kind scope due count": lambda t: t.count_timers(
+            TimerQuery(due_by=now + seconds(5), scope_ids=scopes, kinds=kinds)
+        ),
+        "timers series": lambda t: t.timer_series(axis, TimerQuery()),
+        "timers kind scope series": lambda t: t.timer_series(
+            axis, TimerQuery(scope_ids=scopes, kinds=kinds)
+        ),
         "waits": lambda t: t.query_active_waits(ActiveWaitQuery(limit=5)),
         "waits after": lambda t: t.query_active_waits(ActiveWaitQuery(after=wkey, limit=5)),
         "waits before": lambda t: t.query_active_waits(ActiveWaitQuery(before=wkey, limit=5)),
@@ -86,11 +110,14 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
             indexes += ["timer_work"] if what.startswith("timers") else ["wait_active"]
         used = [i for i in indexes if f"INDEX {i}" in plan or f"using {i} " in plan]
         assert used, (what, sql, plan)
-        if "scope" in what:  # the Work is probed by its key, never scanned
+        if what.endswith("series"):  # one range of timer_due per bucket, no other read
+            assert len(re.findall(r"INDEX timer_due |using timer_due ", plan)) == 3, plan
+        if "scope" in what or "kind" in what:  # the Work is probed by its key, never scanned
             assert re.search(r"SCAN w\b|Seq Scan on conduit_work", plan) is None, (what, plan)
         if vendor == "sqlite":
             assert "TEMP B-TREE" not in plan, (what, sql, plan)
-            if what.endswith(("after", "before", "due", "older", "due count", "older count")):
+            ends = ("after", "before", "due", "older", "due count", "older count", "series")
+            if what.endswith(ends):
                 # The range starts at the cursor or ends at the bound: a later page
                 # does not walk the index from its first row.
                 assert "SEARCH" in plan, (what, sql, plan)

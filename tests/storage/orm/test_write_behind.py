@@ -19,11 +19,13 @@ import pytest
 from django.db import connections
 
 from storage import (
+    Buckets,
     Conflict,
     ExecutionState,
     Guard,
     OutcomeKind,
     Scope,
+    TimerQuery,
     Tx,
     WorkQuery,
     WorkState,
@@ -197,6 +199,7 @@ READS: list[tuple[str, Callable[[Tx], Any]]] = [
     ("events", lambda t: [e.id for e in t.events()]),
     ("work_events", lambda t: [e.id for e in t.work_events("w2")]),
     ("due_timers", lambda t: [x.id for x in t.due_timers(t.now)]),
+    ("timer_series", lambda t: t.timer_series(Buckets(t.now, 1, 2), TimerQuery())),
     ("kv_list", lambda t: t.kv_list("ns")),
 ]
 
@@ -226,6 +229,7 @@ def test_a_read_the_buffer_cannot_answer_flushes_first(
         "events": ["e2"],
         "work_events": ["e2"],
         "due_timers": ["t2"],
+        "timer_series": [1, 0],
         "kv_list": [],
     }
     assert result == expected[name]
