@@ -11,7 +11,8 @@
 #       EXPR: each engine's marker expression (-m; the Makefile's say which tests run
 #       where); ARGS go to both pytest runs (paths, -k, --durations=N)
 #
-# Environment: TEST_WORKERS (pytest-xdist's -n per engine; the Makefile sets it),
+# Environment: TEST_WORKERS (pytest-xdist's -n per engine; the Makefile sets it;
+# SQLITE_WORKERS, PG_WORKERS for one engine),
 # CI=true makes a missing PostgreSQL a failure (as the Makefile did before).
 set -uo pipefail
 
@@ -31,11 +32,15 @@ done
 # Each log ends with its ten slowest test phases (setup, call or teardown), so a
 # test that grows CI's time is named in every run.
 args=(--durations=10 "$@")
-workers=${TEST_WORKERS:-0}
-xdist=()
-if [[ "$workers" != 0 ]]; then
-    xdist=(-n "$workers" --dist loadgroup)
-fi
+# pytest-xdist's -n for each engine's job: TEST_WORKERS, or SQLITE_WORKERS and
+# PG_WORKERS for one engine (the Makefile says which pays).
+xdist_of() {
+    if [[ "${1:-0}" != 0 ]]; then
+        echo "-n $1 --dist loadgroup"
+    fi
+}
+read -r -a xdist <<<"$(xdist_of "${SQLITE_WORKERS:-${TEST_WORKERS:-0}}")"
+read -r -a pg_xdist <<<"$(xdist_of "${PG_WORKERS:-${TEST_WORKERS:-0}}")"
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/conduit-tests.XXXXXX")
 
@@ -46,13 +51,13 @@ sqlite_pid=$!
 pg=""
 if bin=$(bash scripts/pg-throwaway.sh bindir); then
     pg=yes
-    echo "== PostgreSQL: pytest ${xdist[*]} -m '$pg_marks'   (log: $logs/postgresql.log)"
+    echo "== PostgreSQL: pytest ${pg_xdist[*]} -m '$pg_marks'   (log: $logs/postgresql.log)"
     echo "   on a throwaway cluster ($bin); sqlite_only tests prove SQLite's own WAL,"
     echo "   PRAGMA and file mechanisms"
     bash scripts/pg-throwaway.sh run bash -c \
         '$0/bin/python manage.py migrate --noinput -v 0 &&
          $0/bin/python manage.py makemigrations --check --dry-run &&
-         $0/bin/pytest -m "$1" "${@:2}"' "$VENV" "$pg_marks" "${xdist[@]}" "${args[@]}" \
+         $0/bin/pytest -m "$1" "${@:2}"' "$VENV" "$pg_marks" "${pg_xdist[@]}" "${args[@]}" \
         >"$logs/postgresql.log" 2>&1 &
     pg_pid=$!
 elif [[ "${CI:-}" == "true" ]]; then

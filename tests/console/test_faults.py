@@ -219,15 +219,27 @@ def unreachable(as_alice, some_work):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     saved = {a: connections[a].settings_dict["PORT"] for a in ("default", "view")}
+    # A request waits out the pool's timeout (10 s an alias, conduit/settings.py) before
+    # its 503; a second here tells the same story without 20 s a test.
+    pools = [
+        connections[a].settings_dict["OPTIONS"]["pool"]
+        for a in saved
+        if isinstance(connections[a].settings_dict["OPTIONS"].get("pool"), dict)
+    ]
+    timeouts = [pool["timeout"] for pool in pools]
     _reconnect()
     for alias in saved:
         connections[alias].settings_dict["PORT"] = port
+    for pool in pools:
+        pool["timeout"] = 1
     try:
         yield
     finally:
         _reconnect()
         for alias, value in saved.items():
             connections[alias].settings_dict["PORT"] = value
+        for pool, timeout in zip(pools, timeouts, strict=True):
+            pool["timeout"] = timeout
         _reconnect()
 
 
