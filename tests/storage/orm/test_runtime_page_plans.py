@@ -108,6 +108,12 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
         indexes = ["timer_due"] if what.startswith("timers") else ["wait_active_created"]
         if what in ("timers count", "waits count"):
             indexes += ["timer_work"] if what.startswith("timers") else ["wait_active"]
+        if what == "waits older count" and connections["default"].vendor != "sqlite":
+            # PostgreSQL prices the bound from statistics earlier tests left: where they
+            # say it covers most active Waits, it counts them all from wait_active with
+            # the bound as a filter (seen with the suite split over two workers): still
+            # the live rows only, as for the plain count.
+            indexes += ["wait_active"]
         used = [i for i in indexes if f"INDEX {i}" in plan or f"using {i} " in plan]
         assert used, (what, sql, plan)
         if what.endswith("series"):  # one range of timer_due per bucket, no other read
