@@ -68,6 +68,11 @@ chromium:
 # cores, and each worker pays its own collection (15-50 s), migrate and template. On a
 # machine with more cores, TEST_WORKERS=N make test (every worker has its own test
 # database and template; the browser tests stay on one worker: --dist loadgroup).
+# SQLITE_WORKERS / PG_WORKERS set one engine's. Measured again on the whole suite in a
+# fresh clone (2026-12-06, quiet machine): one process each, SQLite 15 min 39 s and
+# PostgreSQL 22 min 8 s; PG_WORKERS=2 brought PostgreSQL to 17 min 52 s, but SQLite
+# beside it had done under half its tests at 20 min: the PostgreSQL job waits more than
+# it computes, and its second worker takes the CPU SQLite's job needs. So 0 stays.
 TEST_WORKERS ?= 0
 test: venv chromium
 	$(VENV)/bin/ruff check .
