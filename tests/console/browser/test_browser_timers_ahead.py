@@ -1,5 +1,6 @@
 """Timers to come in Chromium: an operator opens the Timers page, follows "To come",
-reads the strip and the list (overdue marked in words, not colour alone), narrows to
+reads the strip and the list (overdue marked in words, not colour alone), sees a
+Timer armed elsewhere arrive by the page's own refresh, narrows to
 a Scope's tree and a Work kind through the form, switches to the next day, opens a
 column's row of the strip's table and goes on to the later page, then opens a Timer's
 Work; on a 360 px phone and to axe in both themes at each step, with no console error.
@@ -59,6 +60,17 @@ def test_an_operator_reads_what_fires_ahead_and_narrows_it(
     expect(late).to_have_class(re.compile(r"\boverdue\b"))
     expect(late).to_contain_text("overdue > 30 s")
     expect(page.locator("#timer-due-eu")).to_contain_text("due")
+    assert fits_and_passes_axe(page) == []
+
+    # The page refreshes itself: a Timer armed elsewhere arrives by a poll, in the
+    # list, the count and the strip's legend.
+    expect(page.locator("#live .count")).to_contain_text("7 timers")
+    page.select_option("#poll-every", "2")
+    page.wait_for_selector("#live[hx-trigger*='every 2s']")
+    with page.expect_response(lambda r: "stamp=" in r.url and r.status == 200, timeout=15_000):
+        f.transact(lambda tx: timer_in(tx, "mail-now", "w-mail", 30))
+    expect(page.locator("#timer-mail-now")).to_have_count(1)
+    expect(page.locator("#live .count")).to_contain_text("8 timers")
     assert fits_and_passes_axe(page) == []
 
     # A Scope's tree and a kind, through the form (a GET: the filter is the URL).
