@@ -61,12 +61,20 @@ def test_the_triage_loop_from_dashboard_to_bulk_retry(
     page.wait_for_selector("#workspace[hx-trigger='every 2s, consolewake']")
     # Each poll answers with a new stamp (another process rewrites the last row's Work:
     # a change elsewhere would answer 204; the first row stays where it is) and swaps
-    # the list in; the rows and their controls come back each time.
+    # the list in; the rows and their controls come back each time. The rewritten Work
+    # leaves the page (oldest updated first), so the next one to rewrite is read only
+    # once the swap has happened: a Work read from the list before it would be one the
+    # page no longer shows, whose rewrite rightly answers 204. The pointer leaves the
+    # rows first, since rows under it are never moved by a poll.
+    page.mouse.move(0, 0)
+    rows = page.locator("#workspace tbody tr td.id a")
     for _ in range(2):
-        last = page.locator("#workspace tbody tr td.id a").last.inner_text()
+        last = rows.last.inner_text()
         is_swap = lambda r: "stamp=" in r.url and r.status == 200  # noqa: E731
         with page.expect_response(is_swap, timeout=15_000):
             f.transact(lambda tx, last=last: tx.put_work(tx.work(last)))
+        expect(rows.last).not_to_have_text(last)
+        expect(rows.filter(has_text=last)).to_have_count(0)
         expect(row.locator(".last-try")).to_contain_text("upstream returned 502")
     boxes = page.locator("#workspace input[name=work]")
     boxes.nth(0).check()
