@@ -3,7 +3,7 @@
 
 A realistic seed (``history.seed``: ``manage.py generate --realistic``) is amplified to
 ``--works`` Work (``history.amplify``), then, per engine and per starting point, a copy
-of it is taken back to an older schema (``migrate storage <from>``: the columns, tables
+of it is taken back to an older schema (``migrate_unsquashed storage <from>``: the columns, tables
 and indexes later migrations add are dropped, untimed) and migrated to the latest with
 ``manage.py migrate -v 2``, whose per-migration times are reported. Two starting points:
 
@@ -68,7 +68,7 @@ def main() -> None:
             # The last release's upgrade on both engines first, then the whole chain.
             for start in STARTS:
                 data = ws.copy_of(big, f"sqlite-{start}")
-                manage(data, "migrate", "storage", start, "--noinput", "-v", "0")
+                manage(data, "migrate_unsquashed", "storage", start, "--noinput", "-v", "0")
                 steps, wall = _forward(data)
                 reports.append(_report("SQLite", start, args.works, steps, wall))
                 log(reports[-1])
@@ -79,7 +79,7 @@ def main() -> None:
                 data = big.on_postgres(url)
                 manage(data, "migrate", "--noinput", "-v", "0")
                 copy_history(big, url)
-                manage(data, "migrate", "storage", start, "--noinput", "-v", "0")
+                manage(data, "migrate_unsquashed", "storage", start, "--noinput", "-v", "0")
                 steps, wall = _forward(data)
                 reports.append(_report("PostgreSQL", start, args.works, steps, wall))
                 log(reports[-1])

@@ -23,10 +23,15 @@ def sqlstate(exc: BaseException) -> str | None:
 
 
 @contextmanager
-def translate_errors() -> Iterator[None]:
+def translate_errors(*, writing: bool = False) -> Iterator[None]:
     """Driver errors as storage errors: a constraint violation is ``Conflict``, as is
-    a lost serialization race; a write the server refuses as read-only is
-    ``ReadOnly``; anything else ``Unavailable``."""
+    a lost serialization race; anything else ``Unavailable``. A write the server
+    refuses as read-only is ``ReadOnly`` in a View (the server's second line behind
+    the View's own check: the caller wrote where it may not), and ``Unavailable`` in a
+    write transaction (``writing``): there the database itself refuses writes (a
+    standby, ``default_transaction_read_only`` during maintenance), a condition of the
+    deployment that passes, which callers retry and the console answers with a 503,
+    as it does a read-only SQLite folder."""
     try:
         yield
     except IntegrityError as exc:
@@ -35,6 +40,10 @@ def translate_errors() -> Iterator[None]:
         code = sqlstate(exc)
         if code in _CONFLICT_SQLSTATES:
             raise Conflict(f"concurrent transaction conflict ({code}): {exc}") from exc
+        if code == _READ_ONLY_SQLSTATE and writing:
+            raise Unavailable(
+                f"the database refuses writes (read-only transaction): {exc}"
+            ) from exc
         if code == _READ_ONLY_SQLSTATE:
             raise ReadOnly(f"the database refused a write (read-only transaction): {exc}") from exc
         raise Unavailable(f"database error: {exc}") from exc

@@ -107,7 +107,7 @@ class OrmTx(OrmPages):
         if not self._buffer.pending:
             return
         try:
-            with translate_errors():
+            with translate_errors(writing=True):
                 sequence = self.dialect.sequence_value(schema.EVENT, "seq")
                 self.dialect.send(self._raw, self._buffer.statements(sequence), then)
         except StorageError as exc:

@@ -86,7 +86,7 @@ class OrmStore:
         (SV-01, SV-02, SV-05..SV-07), then record ours if it is higher."""
         try:
             with (
-                translate_errors(),
+                translate_errors(writing=True),
                 self._writers_serialised(),
                 transaction.atomic(using=self.using),
             ):
@@ -132,7 +132,7 @@ class OrmStore:
             tx: OrmTx | None = None
             try:
                 with (
-                    translate_errors(),
+                    translate_errors(writing=True),
                     self._writers_serialised() as lock,
                     transaction.atomic(using=self.using),
                 ):

@@ -14,6 +14,8 @@ from django.db import connections
 from django.test import Client
 
 from console.actions.common import new_token
+from storage import WorkState
+from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
 from tests.console.support.faults import console_database, copy_database, fill, full_disk, read_only
@@ -207,9 +209,12 @@ def test_a_database_that_refuses_writes_still_shows_the_pages_and_refuses_action
 
     cancel = as_alice.post("/actions/cancel/w1", {"reason": "stop", "token": new_token()})
 
-    # Storage's own translation: the server refused a write (ReadOnly), not a fault.
-    assert cancel.status_code == 403
+    # Storage's own translation: the database refuses writes for now (Unavailable, as
+    # a read-only SQLite folder), a 503 to retry later, not a 403 ("you may not").
+    assert cancel.status_code == 503
+    assert cancel["Retry-After"] == "5"
     assert "read-only transaction" in cancel.content.decode()
+    assert default_store().view(lambda tx: tx.work("w1")).state is WorkState.WAITING
 
 
 @pytest.fixture

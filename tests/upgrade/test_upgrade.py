@@ -3,9 +3,11 @@ to the latest migration on this run's engine (issue 30): every page renders, and
 tally the migrations keep or backfill equals a recount of the rows.
 
 The fixtures were written by older checkouts (tests/upgrade/README.md says how): the
-first schema (0001, its own console factories through its storage API) and the one
-before the last (0020, its simulated runtime); every later migration runs over them
-here, backfills included.
+first schema (0001, its own console factories through its storage API), the release
+before the last (0020) and the schema before the last (0021), each with its simulated
+runtime's history; every later migration runs over them here, backfills included
+(storage migrations 0001-0022 are squashed for new databases: these take the
+unsquashed path a database in use takes).
 """
 
 from __future__ import annotations
@@ -53,10 +55,15 @@ RECORDS = {
 HOLDS = {
     "schema0001_factories.json.gz": {"conduit_timer", "conduit_wait", "conduit_key"},
     "schema0020_simulated.json.gz": {"conduit_routed_workflow", "conduit_run_record"},
+    "schema0021_simulated.json.gz": {
+        "conduit_routed_workflow",
+        "conduit_run_record",
+        "conduit_event_key",
+    },
 }
 
 
-@pytest.fixture(params=["schema0001_factories.json.gz", "schema0020_simulated.json.gz"])
+@pytest.fixture(params=list(HOLDS))
 def upgraded(request, settings, tmp_path):
     settings.ARTIFACT_DIR = tmp_path / "artifacts"
     settings.ROUTED_STATE_DIR = tmp_path / "routed"

@@ -71,10 +71,12 @@ def writers_lock_holders() -> int:
 # ---------------------------------------------------------------- SQLSTATE translation
 
 
-def _raised_through_django(driver_error: Exception, wrapper: type[DatabaseError]) -> Exception:
+def _raised_through_django(
+    driver_error: Exception, wrapper: type[DatabaseError], *, writing: bool = False
+) -> Exception:
     """What Django raises for a psycopg error: its own class, the driver's as cause."""
     try:
-        with translate_errors():
+        with translate_errors(writing=writing):
             raise wrapper(str(driver_error)) from driver_error
     except Exception as exc:
         return exc
@@ -100,6 +102,29 @@ def test_driver_errors_become_storage_errors_by_sqlstate(
 
     assert type(raised) is expected
     assert isinstance(raised.__cause__, wrapper)
+
+
+def test_a_database_that_refuses_writes_is_unavailable_to_a_write_transaction() -> None:
+    # In a View the refusal is the caller's mistake (ReadOnly, above); in a write
+    # transaction it is the database's state (a standby, read-only maintenance): retried.
+    refused = psycopg.errors.ReadOnlySqlTransaction("25006")
+    raised = _raised_through_django(refused, InternalError, writing=True)
+
+    assert type(raised) is Unavailable
+    assert "refuses writes (read-only transaction)" in str(raised)
+
+
+def test_a_write_into_a_read_only_database_is_unavailable(store: OrmStore) -> None:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SET default_transaction_read_only = on")
+    try:
+        with pytest.raises(Unavailable, match="read-only transaction"):
+            store.transact(Guard(), lambda tx: tx.put_work(Work(id="ro", kind="t.ro")))
+    finally:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SET default_transaction_read_only = off")
+    with pytest.raises(NotFound):
+        store.view(lambda tx: tx.work("ro"))
 
 
 # ---------------------------------------------------------------- the writers' lock

@@ -138,7 +138,7 @@ def _dump(full: Path, migration: str, record_format: int, out: Path) -> None:
         then = Path(tmp) / "then.sqlite3"
         env = {**os.environ, "CONDUIT_SQLITE_PATH": str(then)}
         subprocess.run(
-            [sys.executable, "manage.py", "migrate", "storage", migration, "--noinput", "-v", "0"],
+            [sys.executable, "manage.py", "migrate_unsquashed", "storage", migration, "-v", "0"],
             cwd=ROOT,
             env=env,
             check=True,

@@ -12,6 +12,8 @@ from typing import Any
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from demo.unsquashed import unsquashed
+
 DUMPS = Path(__file__).resolve().parent / "dumps"
 
 
@@ -29,8 +31,10 @@ def _value(kind: str, value: Any) -> Any:
 
 
 def migrate_to(targets: list[tuple[str, str]]) -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
+    # Through the migrations the squash replaces: it alone cannot go back (demo/unsquashed.py).
+    with unsquashed():
+        executor = MigrationExecutor(connection)
+        executor.migrate(targets)
 
 
 def latest() -> list[tuple[str, str]]:
