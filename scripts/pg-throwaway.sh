@@ -131,9 +131,14 @@ start() {
     echo "$port" >"$dir/port"
 
     # CREATEDB: pytest-django creates (and drops) its test_* databases.
+    # pg_signal_backend: tests drop their scratch databases WITH (FORCE), which ends
+    # every session on them, an autovacuum worker's too; a role that is not a superuser
+    # may end one only as a member (CI: a drop failed "must be a member of ...
+    # pg_signal_backend" while autovacuum analysed the rows a restore had just written).
     as_owner "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/sock" -p "$port" -U postgres \
         -d postgres \
         -c "CREATE ROLE $ROLE LOGIN CREATEDB PASSWORD '$PASSWORD'" \
+        -c "GRANT pg_signal_backend TO $ROLE" \
         -c "CREATE DATABASE $DBNAME OWNER $ROLE" >/dev/null
     echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$port/$DBNAME" | tee "$dir/url"
 }
