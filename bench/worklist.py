@@ -441,9 +441,10 @@ def _api(
     ]
     section.add(table(headers, rows))
     section.add(
-        "The API reads through the page's own `read_work_list` (one `storage.view`: "
-        "stamp, page, `work_facets` for the count, the rows' last tries) and serialises "
-        "JSON instead of rendering the template; its request adds the token's one query "
+        "The API reads its own `read_work_count_page` (one `storage.view`: the page and "
+        "`count_works`, from the Work tally when it answers the filter; not the list "
+        "page's facets or the rows' last tries) and serialises JSON instead of rendering "
+        "the template; its request adds the token's one query "
         "(its last use written at most once a minute). The page is the baseline, asked "
         "in the same process and rounds as a signed-in session; the target is the Work "
         "list's own (issue 22): the large history within 1.5x of the small."

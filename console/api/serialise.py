@@ -19,7 +19,7 @@ from console.events.reads import EventPage
 from console.routed.detail import WorkflowDetail
 from console.routed.reads import WorkflowListPage
 from console.urlstate import format_key
-from console.works.reads import WorkDetail, WorkListPage
+from console.works.reads import WorkCountPage, WorkDetail
 from storage import Payload, StoredEvent, Work
 from storage.routed.records import Stored
 
@@ -74,7 +74,7 @@ def event(stored: StoredEvent) -> Json:
     }
 
 
-def work_list(page: WorkListPage) -> Json:
+def work_list(page: WorkCountPage) -> Json:
     return {
         "count": page.count,
         "works": [work(w) for w in page.works],

@@ -21,8 +21,8 @@ from console.routed.detail import read_workflow
 from console.routed.filters import parse_workflow_cursor, parse_workflow_filter
 from console.routed.reads import read_workflow_list
 from console.urlstate import FilterError, parse_size
-from console.works.filters import parse_cursor, parse_work_filter
-from console.works.reads import read_work_detail, read_work_list
+from console.works.filters import forward_key, parse_cursor, parse_work_filter
+from console.works.reads import read_work_count_page, read_work_detail
 
 # An Event cursor is a sequence number: a signed 64-bit column on every backend.
 SEQUENCE_MAX = 2**63 - 1
@@ -64,8 +64,7 @@ def work_list(request: HttpRequest) -> HttpResponse:
     ``after=<next>``."""
     data = _work_list_query(request.GET)
     f = parse_work_filter(data)
-    page = read(read_work_list(f, parse_cursor(data)))
-    body = serialise.work_list(page)
+    body = serialise.work_list(read_work_count_page(f, forward_key(parse_cursor(data))))
     return ok({**body, "next_url": _next_url(request, "after", body["next"])})
 
 

@@ -220,6 +220,13 @@ def parse_cursor(data: Mapping[str, str]) -> Cursor | None:
     return Cursor(key, backward=bool(before))
 
 
+def forward_key(cursor: Cursor | None) -> WorkKey | None:
+    """The key a forward-only list (the API's, the ``work list`` command's) pages after."""
+    if cursor is not None and cursor.backward:
+        raise FilterError({"before": "This list pages forward only: use after=<next>."})
+    return cursor.key if cursor else None
+
+
 def _states(values: Sequence[str], errors: dict[str, str]) -> tuple[WorkState, ...]:
     chosen: set[WorkState] = set()
     for raw in values:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console.attempts import LastTry, attempt_label, last_try, read_last_tries, wait_label
-from console.polling import polled_view
+from console.polling import polled_view, read
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
 from console.works.waiting import WhyWaiting, explain_waits
@@ -93,6 +93,35 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
         )
 
     return polled_view(seen, build)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkCountPage:
+    """A page of Work and how many match the filter, without the list page's facets and
+    last tries: what the API's Work list answers."""
+
+    works: list[Work]
+    count: int
+    next_key: WorkKey | None
+
+
+def read_work_count_page(f: WorkFilter, after: WorkKey | None) -> WorkCountPage:
+    """A page of Work after ``after`` in keyset order and the filter's count, in one View.
+    Queries: the Scopes when ``within`` is set (1), the page (1), the count (1: from the
+    Work tally when it answers the filter, else counted from the rows)."""
+
+    def build(tx: Tx) -> WorkCountPage:
+        tree = within(tx, f)
+        query = f.query(scope_ids=tree)
+        rows = tx.query_works(f.query(after=after, limit=f.size + 1, scope_ids=tree))
+        has_next, rows = len(rows) > f.size, rows[: f.size]
+        return WorkCountPage(
+            works=rows,
+            count=tx.count_works(query),
+            next_key=query.key_of(rows[-1]) if rows and has_next else None,
+        )
+
+    return read(build)
 
 
 # ---------------------------------------------------------------- Work detail

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from django.db import connections
 
 import storage
 from console.actions import work as actions
@@ -103,9 +104,10 @@ def test_retry_all_at_the_real_cap_keeps_transactions_short_and_shows_progress(
     assert any(0 < processed < total == CAP for processed, total in seen), seen
     longest, p99 = max(timed.seconds), statistics.quantiles(timed.seconds, n=100)[98]
     blocked, blocked_p99 = max(waits), statistics.quantiles(waits, n=100)[98]
+    engine = connections["default"].display_name
     with capsys.disabled():
         print(  # noqa: T201 - the measurement is what this test reports
-            f"\nbulk retry of {CAP:,} on SQLite: {took:.1f} s, {len(timed.seconds)} write "
+            f"\nbulk retry of {CAP:,} on {engine}: {took:.1f} s, {len(timed.seconds)} write "
             f"transactions, median {statistics.median(timed.seconds) * 1000:.0f} ms, p99 "
             f"{p99 * 1000:.0f} ms, longest {longest * 1000:.0f} ms; {len(waits)} concurrent "
             f"single writes: median {statistics.median(waits) * 1000:.0f} ms, p99 "

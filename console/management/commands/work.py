@@ -14,8 +14,8 @@ from console.api import serialise
 from console.api.cli import add_read_commands, as_command_error, dump, query, table, when
 from console.api.views import read
 from console.urlstate import FilterError
-from console.works.filters import parse_cursor, parse_work_filter
-from console.works.reads import read_work_detail, read_work_list
+from console.works.filters import forward_key, parse_cursor, parse_work_filter
+from console.works.reads import read_work_count_page, read_work_detail
 from storage import StorageError
 
 
@@ -37,7 +37,7 @@ class Command(BaseCommand):
     def _list(self, options: dict[str, Any]) -> None:
         data = query(options)
         body = serialise.work_list(
-            read(read_work_list(parse_work_filter(data), parse_cursor(data)))
+            read_work_count_page(parse_work_filter(data), forward_key(parse_cursor(data)))
         )
         if options["json"]:
             self.stdout.write(dump(body))

@@ -6,7 +6,11 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
+from django.http import QueryDict
 
+from console.urlstate import format_key
+from console.works.filters import parse_work_filter
+from console.works.reads import read_work_list
 from tests.console import factories as f
 from tests.console.api.conftest import caller
 from tests.console.conftest import DB
@@ -91,3 +95,55 @@ def test_a_method_other_than_get_is_a_json_405(api):
     response = api.post("/api/v1/works")
     assert response.status_code == 405
     assert response["Allow"] == "GET"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "state=ready",
+        "state=failed,completed",
+        "kind=mail.send",
+        "is=exhausted",
+        "scope=acme",
+        "within=acme",
+        "within=acme&state=ready&kind=billing.charge",
+        "sort=created&kind=billing.charge",
+    ],
+)
+def test_the_work_list_counts_and_lists_what_the_page_does(api, query):
+    # The API reads a page and a count of its own; the Work list page reads its facets
+    # and takes the count from them: the two must agree on every filter.
+    f.scope("acme")
+    f.scope("acme.eu", parent="acme")
+    for n in range(3):
+        f.work(f"r{n}", kind="billing.charge", scope_id="acme.eu" if n else "acme")
+    f.work("m", kind="mail.send")
+    f.exhausted("x1")
+    f.exhausted("x2", scope_id="acme")
+    f.failed("fail", kind="mail.send")
+    f.completed("done", scope_id="acme.eu")
+    f.running("busy")
+    page = read_work_list(parse_work_filter(QueryDict(query)), None)
+    assert page is not None
+
+    body = api.get(f"/api/v1/works?{query}").json()
+
+    assert body["count"] == page.count > 0
+    assert [w["id"] for w in body["works"]] == [w.id for w in page.works]
+    assert body["next"] == (format_key(page.next_key) if page.next_key else None)
+
+
+def test_the_work_list_reads_its_page_and_its_count_only(api, django_assert_max_num_queries):
+    f.works_at_once(*(f"w-{n:02}" for n in range(30)))
+    # The token's lookup and the View's page and count; never the facets or last tries.
+    with django_assert_max_num_queries(4) as queries:
+        assert api.get("/api/v1/works?size=25").json()["count"] == 30
+    sql = " ".join(q["sql"] for q in queries.captured_queries)
+    assert "conduit_execution" not in sql
+
+
+def test_the_work_list_pages_forward_only(api):
+    response = api.get("/api/v1/works?before=1.w")
+    assert response.status_code == 400
+    assert "before" in response.json()["error"]["fields"]
