@@ -58,6 +58,15 @@ def within(tx: Tx, f: WorkFilter) -> frozenset[str]:
     return subtree(tx.scopes(), f.within).ids if f.within else frozenset()
 
 
+def _page_after(
+    tx: Tx, f: WorkFilter, after: WorkKey | None, tree: frozenset[str]
+) -> tuple[list[Work], bool]:
+    """The filter's page after ``after`` (the first page when None) and whether more
+    follow it: one read of one row more than the page."""
+    rows = tx.query_works(f.query(after=after, limit=f.size + 1, scope_ids=tree))
+    return rows[: f.size], len(rows) > f.size
+
+
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
     the stamp (2), the Scopes when ``within`` is set (1), the page (1, 2 when paging
@@ -74,12 +83,9 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
             has_next = True
             if not has_prev and len(rows) < size:
                 # Back at the start with a short page: show a full first page instead.
-                rows = tx.query_works(f.query(limit=size + 1, scope_ids=tree))
-                has_next, rows = len(rows) > size, rows[:size]
+                rows, has_next = _page_after(tx, f, None, tree)
         else:
-            after = cursor.key if cursor else None
-            rows = tx.query_works(f.query(after=after, limit=size + 1, scope_ids=tree))
-            has_next, rows = len(rows) > size, rows[:size]
+            rows, has_next = _page_after(tx, f, cursor.key if cursor else None, tree)
             has_prev = cursor is not None
         facets = tx.work_facets(query)
         return WorkListPage(
@@ -113,8 +119,7 @@ def read_work_count_page(f: WorkFilter, after: WorkKey | None) -> WorkCountPage:
     def build(tx: Tx) -> WorkCountPage:
         tree = within(tx, f)
         query = f.query(scope_ids=tree)
-        rows = tx.query_works(f.query(after=after, limit=f.size + 1, scope_ids=tree))
-        has_next, rows = len(rows) > f.size, rows[: f.size]
+        rows, has_next = _page_after(tx, f, after, tree)
         return WorkCountPage(
             works=rows,
             count=tx.count_works(query),
