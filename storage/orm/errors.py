@@ -40,10 +40,9 @@ def translate_errors(*, writing: bool = False) -> Iterator[None]:
         code = sqlstate(exc)
         if code in _CONFLICT_SQLSTATES:
             raise Conflict(f"concurrent transaction conflict ({code}): {exc}") from exc
-        if code == _READ_ONLY_SQLSTATE and writing:
-            raise Unavailable(
-                f"the database refuses writes (read-only transaction): {exc}"
-            ) from exc
         if code == _READ_ONLY_SQLSTATE:
+            if writing:
+                message = f"the database refuses writes (read-only transaction): {exc}"
+                raise Unavailable(message) from exc
             raise ReadOnly(f"the database refused a write (read-only transaction): {exc}") from exc
         raise Unavailable(f"database error: {exc}") from exc
