@@ -73,15 +73,18 @@ def prepare(count: int, per_tx: int = 250) -> int:
     return count
 
 
-def orm(plan: list[list[int]], start: int = 0) -> dict[str, Any]:
+def orm(plan: list[list[int]], start: int = 0, version_log: bool = True) -> dict[str, Any]:
     """(child) Seconds per repetition for each (batch, reps, txs) of ``plan``, using
-    the prepared Work from ``start`` on; ``cursor`` is where the next child starts."""
+    the prepared Work from ``start`` on; ``cursor`` is where the next child starts.
+    ``version_log`` False: the store writes no version log (``storage.versions``),
+    the baseline its cost is measured against."""
     from django.db import connections
 
     from storage import Event, Guard, Payload, Tx
     from storage.default import default_store
 
     store = default_store()
+    store.version_log = version_log
     payload = Payload("bench.order", PAYLOAD)
 
     def ops(tx: Tx, start: int, batch: int) -> None:
@@ -209,6 +212,13 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
     route = q(
         "UPDATE conduit_event SET route_work_id = ?, disposition = ?, routed_ns = ? WHERE id = ?"
     )
+    version_columns = "position, at_ns, kind, record_id, key, data, value, event_seq, execution_id"
+
+    def version_insert(rows: int) -> str:
+        # The version log (storage/orm/versions.py): each changed record's state before.
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+        return q(f"INSERT INTO conduit_record_version ({version_columns}) VALUES {values}")  # noqa: S608
+
     read_clock = "SELECT value FROM conduit_meta WHERE key = 'clock'"
     write_clock = q("UPDATE conduit_meta SET value = ? WHERE key = 'clock'")
     tally_columns = "dimension, state, scope_id, kind, value"
@@ -259,6 +269,7 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
         now = max(time.time_ns(), int(last))
         tally: Counter[tuple[str, ...]] = Counter()
         series: Counter[tuple[Any, ...]] = Counter()
+        befores: list[tuple[str, str, str]] = []
         for i in range(start, start + batch):
             w_id, x_id, e_id = _ids(i)
             event = {
@@ -279,6 +290,7 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
             series.update(series_keys("event", "", "", now))
             x = xs[x_id]
             w = works[w_id]
+            befores += [("execution", x_id, dumps(x)), ("work", w_id, dumps(w))]
             if not x["started_at"]:  # its first claim
                 series.update(series_keys("attempt", w["scope_id"], "", now))
             x.update(
@@ -320,13 +332,19 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
         cur.execute(tally_upsert(len(changes)), [p for row in changes for p in row])
         days = sorted([*key, n] for key, n in series.items() if n)
         cur.execute(series_upsert(len(days)), [p for row in days for p in row])
+        first = (int(version or 0) + 1) << 24  # the version's first position
+        versions = [
+            (first + n, now, kind, id, "", data, None, 0, "")
+            for n, (kind, id, data) in enumerate(sorted(befores))
+        ]
+        cur.execute(version_insert(len(versions)), [p for row in versions for p in row])
         cur.execute(write_clock, (f"{now} {int(version or 0) + 1}",))
         cur.execute("COMMIT")
 
     transaction(start, 1)  # warm-up
-    # Clock read, 4 row writes, the two tallies' upserts, clock write (BEGIN/COMMIT
-    # not counted).
-    statements = 8
+    # Clock read, 4 row writes, the two tallies' upserts, the version log's insert,
+    # clock write (BEGIN/COMMIT not counted).
+    statements = 9
     transaction(start + 1, 1)
     cursor = start + 2
     times: dict[str, list[float]] = {}
@@ -345,14 +363,15 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
 # ---------------------------------------------------------------- orchestration
 
 
-VARIANTS = ("orm", "raw")
+# The storage API, the plain driver, and the storage API without its version log.
+VARIANTS = ("orm", "raw", "unlogged")
 
 
 def _measure(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> dict[str, Any]:
-    """Both paths, each on its own copy of one prepared database, interleaved: one
-    child per path and repetition, in the order orm, raw, orm, raw... (ABAB), so a
-    change in the machine's load during the run falls on both paths alike, and each
-    repetition pairs with the other path's repetition next to it."""
+    """The three paths, each on its own copy of one prepared database, interleaved:
+    one child per path and repetition, in the order orm, raw, unlogged, orm, ...
+    (ABCABC), so a change in the machine's load during the run falls on every path
+    alike, and each repetition pairs with the other paths' repetitions next to it."""
     template = ws.fresh(f"throughput-{engine}")
     if pg is not None:
         template = template.on_postgres(pg.database("tp_template"))
@@ -371,12 +390,15 @@ def _measure(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> d
     out: dict[str, dict[str, Any]] = {v: {"times": {}} for v in VARIANTS}
     cursors = dict.fromkeys(VARIANTS, 0)
     reps = max(r for _b, r, _t in sizes.tx_plan)
-    log(f"  {engine}: orm and raw interleaved, {reps} rounds ({sizes.prepared} prepared Work)")
+    log(f"  {engine}: {', '.join(VARIANTS)} interleaved, {reps} rounds ({sizes.prepared} Work)")
     for rep in range(reps):
         plan = [[b, 1, t] for b, r, t in sizes.tx_plan if rep < r]
         for variant in VARIANTS:
-            task = "throughput.orm" if variant == "orm" else f"throughput.raw_{engine}"
-            result = child(datas[variant], task, plan=plan, start=cursors[variant])
+            task = "throughput.raw_" + engine if variant == "raw" else "throughput.orm"
+            args: dict[str, Any] = {"plan": plan, "start": cursors[variant]}
+            if variant == "unlogged":
+                args["version_log"] = False
+            result = child(datas[variant], task, **args)
             cursors[variant] = result.pop("cursor")
             for batch, runs in result.pop("times").items():
                 out[variant]["times"].setdefault(batch, []).extend(runs)
@@ -424,11 +446,11 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
     return section
 
 
-def _pair_ratios(result: dict[str, Any], batch: int) -> list[float]:
-    """The storage API's time over the plain driver's, per interleaved pair of
+def _pair_ratios(result: dict[str, Any], batch: int, baseline: str = "raw") -> list[float]:
+    """The storage API's time over ``baseline``'s, per interleaved pair of
     repetitions (same round): the spread of the ratio itself, not of each path."""
-    orm, raw = result["orm"]["times"][str(batch)], result["raw"]["times"][str(batch)]
-    return [a / b for a, b in zip(orm, raw, strict=True)]
+    orm, base = result["orm"]["times"][str(batch)], result[baseline]["times"][str(batch)]
+    return [a / b for a, b in zip(orm, base, strict=True)]
 
 
 def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, Any]) -> None:
@@ -475,6 +497,7 @@ def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, An
         f"<details><summary>The storage API's statements ({label})</summary>\n\n"
         f"{listing}\n\n</details>"
     )
+    _add_version_log(section, label, sizes, result)
     cost = tx_rate["raw", 1].median / tx_rate["orm", 1].median
     section.targets.append(
         Target(
@@ -508,5 +531,40 @@ def _add_engine(section: Section, label: str, sizes: Sizes, result: dict[str, An
             ratio(top) + ("" if rising else " (not rising at every step)"),
             ">= 2.0x, rising",
             rising and top >= 2.0,
+        )
+    )
+
+
+def _add_version_log(section: Section, label: str, sizes: Sizes, result: dict[str, Any]) -> None:
+    """The version log's cost: the storage API with it over the same API without it,
+    per interleaved pair, for each batch size (issue 32's goal: at most 1.15x)."""
+    rows, worst = [], 0.0
+    for batch, _reps, txs in sizes.tx_plan:
+        pairs = Spread.of(_pair_ratios(result, batch, "unlogged"))
+        logged = Spread.of(result["orm"]["times"][str(batch)]).rates(txs)
+        bare = Spread.of(result["unlogged"]["times"][str(batch)]).rates(txs)
+        cost = bare.median / logged.median
+        worst = max(worst, cost)
+        rows.append(
+            [
+                str(batch),
+                per_s(logged, "tx"),
+                per_s(bare, "tx"),
+                ratio(cost),
+                f"{ratio(pairs.min)}-{ratio(pairs.max)} ({pairs.n} pairs)",
+            ]
+        )
+    headers = ["Ops per tx", "With the log", "Without", "Time with / without", "Per pair"]
+    section.add(
+        f"{label}: the record-version log's cost (the same storage API, built without it "
+        "for the baseline, interleaved with the two paths above; each operation logs the "
+        "Work's and the attempt's state before: two rows)\n\n" + table(headers, rows)
+    )
+    section.targets.append(
+        Target(
+            f"{label}: storage transaction with the version log vs without (worst batch)",
+            ratio(worst),
+            "<= 1.15x",
+            worst <= 1.15,
         )
     )

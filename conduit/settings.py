@@ -338,6 +338,13 @@ STORAGE_DISTRIBUTION = "conduit-console"
 STORAGE_CHECKOUT = BASE_DIR
 # The manage.py a restore runs its fencing child with.
 STORAGE_MANAGE_PY = BASE_DIR / "manage.py"
+# How long the record-version log keeps a change (issue 32): `manage.py prune_versions`
+# deletes older rows; the console shows a past state only back to there.
+STORAGE_VERSION_RETENTION_DAYS = env_int("CONDUIT_VERSION_RETENTION_DAYS", 30)
+if STORAGE_VERSION_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured(
+        f"CONDUIT_VERSION_RETENTION_DAYS must be 1 or more, got {STORAGE_VERSION_RETENTION_DAYS}"
+    )
 
 # `make run`'s development operator (manage.py ensure_dev_operator); without a password
 # one is generated once into DATA_DIR/dev_password.

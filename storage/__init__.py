@@ -89,12 +89,14 @@ from .records import (
     WorkQuery,
     WorkState,
 )
+from .versions import PRUNE_BATCH, RecordAt, RecordVersion, VersionKind, WorkAsOf
 
 __all__ = [
     "KV_VALUE_LIMIT",
     "LIVE_EXECUTION_STATES",
     "LIVE_WORK_STATES",
     "MAX_BUCKETS",
+    "PRUNE_BATCH",
     "RECORD_FORMAT",
     "SCHEMA_VERSION",
     "TERMINAL_EXECUTION_STATES",
@@ -130,6 +132,8 @@ __all__ = [
     "OutcomeKind",
     "Payload",
     "ReadOnly",
+    "RecordAt",
+    "RecordVersion",
     "RecordsNewer",
     "Route",
     "SchemaNewer",
@@ -144,12 +148,14 @@ __all__ = [
     "Tx",
     "TxClosed",
     "Unavailable",
+    "VersionKind",
     "Viewer",
     "Wait",
     "WaitKey",
     "WaitMiss",
     "WaitState",
     "Work",
+    "WorkAsOf",
     "WorkFacets",
     "WorkKey",
     "WorkOrder",

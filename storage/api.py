@@ -36,6 +36,7 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
+from .versions import PRUNE_BATCH, RecordAt, RecordVersion, VersionKind, WorkAsOf
 
 if TYPE_CHECKING:  # storage.run_records builds on this module
     from .run_records.records import DurableRunRecord, RunQuery, StoredRun
@@ -68,6 +69,7 @@ WRITES: frozenset[str] = frozenset(
         "kv_put",
         "kv_delete",
         "put_run_record",
+        "prune_versions",
     }
 )
 
@@ -311,6 +313,58 @@ class Tx(Protocol):
     def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
     def kv_delete(self, namespace: str, key: str) -> None: ...
     def kv_list(self, namespace: str, prefix: str = "") -> list[tuple[str, bytes]]: ...
+
+    # The record-version log (storage/versions.py) ----------------------------------
+    def version_horizon(self) -> int:
+        """The oldest version the log reconstructs: every change after it is logged."""
+        ...
+
+    def record_versions(
+        self,
+        kind: VersionKind,
+        id: str,
+        key: str = "",
+        *,
+        after: int = 0,
+        upto: int = 0,
+        limit: int = 0,
+        newest_first: bool = False,
+    ) -> list[RecordVersion]:
+        """One record's log rows (a KV entry: ``id`` its namespace, ``key`` its key)
+        with after < version <= upto (0: unbounded), oldest or newest first."""
+        ...
+
+    def version_changes(
+        self, *, after: int = 0, upto: int = 0, start: int = 0, limit: int = 0
+    ) -> list[RecordVersion]:
+        """Every record's log rows with after < version <= upto and position > start,
+        in the log's order: what changed between two moments, a page at a time."""
+        ...
+
+    def record_as_of(self, kind: VersionKind, id: str, version: int, key: str = "") -> RecordAt:
+        """The record (a KV entry's bytes) as it was once ``version`` had committed."""
+        ...
+
+    def work_versions(
+        self, work_id: str, *, after: int = 0, upto: int = 0, start: int = 0, limit: int = 0
+    ) -> list[RecordVersion]:
+        """The log rows of a Work's records (it, its attempts, Waits and Timers) with
+        after < version <= upto and position > start, in the log's order."""
+        ...
+
+    def work_as_of(self, work_id: str, version: int) -> WorkAsOf:
+        """A Work with its attempts, Waits and Timers as they were once ``version``
+        had committed."""
+        ...
+
+    def version_at(self, at: Nanos) -> int:
+        """The store version as of time ``at`` (the last one committed at or before it)."""
+        ...
+
+    def prune_versions(self, before: Nanos, limit: int = PRUNE_BATCH) -> int:
+        """Delete at most ``limit`` of the oldest log rows committed before ``before``
+        (control plane only); returns how many went, 0 when none is left."""
+        ...
 
     # Run records (durable-run-records.txt; ownership is storage.run_records' Session) --------
     def run_record(self, run_id: str) -> StoredRun | None:

@@ -50,6 +50,8 @@ from .run_records.query import RunRow, count_run_rows, select_run_rows
 from .run_records.records import RunQuery
 from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
+from .tx.versions import decoded, first_position, version_of
+from .versions import RecordVersion, VersionKind
 
 T = TypeVar("T")
 
@@ -70,6 +72,35 @@ class _EventRow:
     sequence: int
     scope_id: str = ""
     route: Route | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _VersionRow:
+    """A version log row as stored: the state before as text (KV: bytes)."""
+
+    position: int
+    at: Nanos
+    kind: VersionKind
+    id: str
+    key: str
+    before: str | bytes | None
+    event_sequence: int
+    execution_id: str
+    work_id: str
+
+    def public(self) -> RecordVersion:
+        return RecordVersion(
+            self.position,
+            version_of(self.position),
+            self.at,
+            self.kind,
+            self.id,
+            self.key,
+            decoded(self.kind, self.before),
+            self.event_sequence,
+            self.execution_id,
+            self.work_id,
+        )
 
 
 @dataclass
@@ -98,6 +129,10 @@ class MemoryState:
     sequence: int = 0
     last_now: Nanos = 0
     version: int = 0
+    # The record-version log (``storage.versions``): rows (position, at, kind, ID, KV
+    # key, state before, Event sequence, attempt ID) by position, and its horizon.
+    versions: list[_VersionRow] = field(default_factory=list)
+    version_horizon: int = 0
 
     def copy(self) -> MemoryState:
         return MemoryState(
@@ -116,6 +151,8 @@ class MemoryState:
             sequence=self.sequence,
             last_now=self.last_now,
             version=self.version,
+            versions=list(self.versions),
+            version_horizon=self.version_horizon,
         )
 
 
@@ -129,7 +166,16 @@ class MemoryTx(BaseTx):
         return None if text is None else codec.decode(RECORD_CLASSES[table], text)
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
-        self.state.tables[table][record.id] = codec.encode(record)
+        rows = self.state.tables[table]
+        before = rows.get(record.id)
+        if table == "work" or table == "scope":
+            work_id = record.id if table == "work" else ""
+        elif before is not None:  # the Work it was of (a Timer may move)
+            work_id = self.state.owners.get(table, {}).get(record.id, "")
+        else:
+            work_id = record.work_id
+        self._note_before(table, record.id, "", before, work_id)
+        rows[record.id] = codec.encode(record)
         work_id = getattr(record, "work_id", None)
         if work_id is not None and table != "work":
             self.state.owners.setdefault(table, {})[record.id] = work_id
@@ -161,6 +207,8 @@ class MemoryTx(BaseTx):
         return self.state.timer_floor.get(timer_id, 0)
 
     def _delete_timer(self, timer_id: str) -> None:
+        work_id = self.state.owners.get("timer", {}).get(timer_id, "")
+        self._note_before("timer", timer_id, "", self.state.tables["timer"][timer_id], work_id)
         del self.state.tables["timer"][timer_id]
         self.state.owners.get("timer", {}).pop(timer_id, None)
 
@@ -348,10 +396,13 @@ class MemoryTx(BaseTx):
         return self.state.kv.get((namespace, key))
 
     def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        self._note_before("kv", namespace, key, self.state.kv.get((namespace, key)))
         self.state.kv[(namespace, key)] = bytes(value)
 
     def _kv_delete(self, namespace: str, key: str) -> None:
-        self.state.kv.pop((namespace, key), None)
+        before = self.state.kv.pop((namespace, key), None)
+        if before is not None:
+            self._note_before("kv", namespace, key, before)
 
     def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
         return sorted(
@@ -359,6 +410,92 @@ class MemoryTx(BaseTx):
             for (ns, k), v in self.state.kv.items()
             if ns == namespace and k.startswith(prefix)
         )
+
+    # -- the record-version log ---------------------------------------------------
+    def _append_versions(
+        self,
+        rows: Sequence[tuple[int, VersionKind, str, str, str | bytes | None, str]],
+        at: Nanos,
+        event_sequence: int,
+        execution_id: str,
+    ) -> None:
+        self.state.versions.extend(
+            _VersionRow(position, at, kind, id, key, before, event_sequence, execution_id, work)
+            for position, kind, id, key, before, work in rows
+        )
+
+    def _record_versions(
+        self,
+        kind: VersionKind,
+        id: str,
+        key: str,
+        after: int,
+        upto: int,
+        limit: int,
+        newest_first: bool,
+    ) -> list[RecordVersion]:
+        low = first_position(after + 1)
+        high = first_position(upto + 1) if upto else None
+        found = [
+            r
+            for r in self.state.versions
+            if (r.kind, r.id, r.key) == (kind, id, key)
+            and low <= r.position
+            and (high is None or r.position < high)
+        ]
+        if newest_first:
+            found.reverse()
+        return [r.public() for r in (found[:limit] if limit else found)]
+
+    def _version_changes(self, low: int, high: int | None, limit: int) -> list[RecordVersion]:
+        found = [
+            r
+            for r in self.state.versions
+            if low <= r.position and (high is None or r.position < high)
+        ]
+        return [r.public() for r in (found[:limit] if limit else found)]
+
+    def _work_versions(
+        self, work_id: str, low: int, high: int | None, limit: int
+    ) -> list[RecordVersion]:
+        found = [
+            r
+            for r in self.state.versions
+            if r.work_id == work_id and low <= r.position and (high is None or r.position < high)
+        ]
+        return [r.public() for r in (found[:limit] if limit else found)]
+
+    def _first_versions(
+        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+    ) -> list[RecordVersion]:
+        wanted = set(ids)
+        first: dict[tuple[str, str, str], _VersionRow] = {}
+        for r in self.state.versions:
+            if r.position < low:
+                continue
+            if (r.work_id == work_id) if work_id else (r.kind == kind and r.id in wanted):
+                first.setdefault((r.kind, r.id, r.key), r)
+        return [r.public() for r in first.values()]
+
+    def _first_position_after(self, at: Nanos) -> int | None:
+        return next((r.position for r in self.state.versions if r.at > at), None)
+
+    def _version_horizon(self) -> int:
+        return self.state.version_horizon
+
+    def _set_version_horizon(self, version: int) -> None:
+        self.state.version_horizon = version
+
+    def _prune_versions(self, before: Nanos, limit: int) -> tuple[int, int] | None:
+        rows = self.state.versions
+        count = 0
+        while count < min(limit, len(rows)) and rows[count].at < before:
+            count += 1
+        if not count:
+            return None
+        last = rows[count - 1].position
+        self.state.versions = rows[count:]
+        return count, last
 
     def _run_row(self, run_id: str) -> RunRow | None:
         return self.state.runs.get(run_id)
@@ -395,8 +532,12 @@ class MemoryStore:
 
     tx_class: type[MemoryTx] = MemoryTx
 
-    def __init__(self, clock: Callable[[], Nanos] = wall_clock) -> None:
+    def __init__(
+        self, clock: Callable[[], Nanos] = wall_clock, *, version_log: bool = True
+    ) -> None:
         self._clock = clock
+        # False: no version log (``storage.versions``), a benchmark's baseline.
+        self.version_log = version_log
         self._lock = threading.Lock()
         self._state = MemoryState()
 
@@ -414,6 +555,7 @@ class MemoryStore:
                 now = max((guard.clock or self._clock)(), self._state.last_now)
                 working = self._state.copy()
                 tx = self.tx_class(working, now, read_only=False)
+                tx.version_log = self.version_log
                 try:
                     if guard.lease is not None:
                         tx.trusted = False
@@ -421,6 +563,8 @@ class MemoryStore:
                     result = callback(tx)
                     tx.before_commit()
                     check_admission(guard)
+                    if tx.dirty:
+                        tx.log_versions(working.version + 1)
                 finally:
                     tx.close()
                 working.last_now = now

@@ -396,6 +396,43 @@ class KVRow(_Row):
         constraints = [models.UniqueConstraint(fields=["namespace", "key"], name="kv_key")]
 
 
+class VersionRow(_Row):
+    """The record-version log (``storage.versions``): one record's state before one
+    transaction changed it. ``position`` is the key and the log's order: the
+    transaction's store version shifted left 24 bits, plus the row's index within it
+    (``storage.tx.versions``), so a range of versions is a range of positions. A
+    record's state before is its JSON text (``data``), a KV entry's its bytes
+    (``value``); both NULL: the transaction created it."""
+
+    position = models.BigIntegerField(primary_key=True)
+    at_ns = models.BigIntegerField()
+    kind = models.CharField(max_length=16)
+    record_id = BinaryCharField(max_length=255)
+    key = BinaryCharField(max_length=1024)
+    event_seq = models.BigIntegerField()
+    execution_id = models.CharField(max_length=255)
+    # The Work the record is of (``RecordVersion.work_id``); "" for Scopes and KV.
+    work_id = BinaryCharField(max_length=255)
+    # NULL, not "": "" is a KV entry's possible state (an empty value); NULL is none.
+    data = models.TextField(null=True)  # noqa: DJ001
+    value = models.BinaryField(null=True)
+
+    class Meta:
+        db_table = "conduit_record_version"
+        indexes = [
+            # One record's rows in order: its history, and its first change after a
+            # version (the state as of then).
+            models.Index(fields=["kind", "record_id", "key", "position"], name="version_record"),
+            # The first row after a time (the version as of then), and pruning by age.
+            models.Index(fields=["at_ns", "position"], name="version_at"),
+            # A Work's records' rows in order: its changes between two moments, and
+            # what it was as of one. Scopes and KV have none ("").
+            models.Index(
+                fields=["work_id", "position"], name="version_work", condition=~Q(work_id="")
+            ),
+        ]
+
+
 class RunRecordRow(_Row):
     """A durable run record (``storage.run_records``): the JSON exactly as stored, beside the
     columns the CAS and the console's list read without decoding it."""

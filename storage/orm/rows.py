@@ -34,8 +34,8 @@ from . import series_tally as series_sql
 from . import tally as tally_sql
 from .dialect import PROBE_KEY, dialect
 from .errors import translate_errors
-from .pages import OrmPages
 from .reads import EVENT_FIELDS, stored_event
+from .versions import OrmVersions
 from .writebehind import RECENT, CachedRow, WriteBehind
 
 _SET_META = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
@@ -47,7 +47,7 @@ def parse_clock(value: str | None) -> tuple[Nanos, int]:
     return int(now), int(version or 0)
 
 
-class OrmTx(OrmPages):
+class OrmTx(OrmVersions):
     """Row access for BaseTx, through a write-behind buffer (``storage.orm.writebehind``):
     records this transaction read or wrote are answered from memory, writes wait for
     ``flush`` (at commit, or before any read the buffer cannot answer exactly) and go
@@ -151,7 +151,8 @@ class OrmTx(OrmPages):
         data = found[0][0]
         text = None if codec.shareable_check(cache.cls) else data
         record = RECENT.decode(cache.cls, data)
-        return cache.keep(id, CachedRow(record, text, live=bool(found[0][-1]) if live else True))
+        alive = bool(found[0][-1]) if live else True
+        return cache.keep(id, CachedRow(record, text, live=alive, loaded=data))
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
         extra = None
@@ -160,7 +161,23 @@ class OrmTx(OrmPages):
             # cached row, no statement), fixed for the Work's life.
             work = self._get("work", record.work_id)
             extra = {"scope_id": work.scope_id if work is not None else ""}
+        self._note_stored(table, record.id, record)
         self._buffer.tables[table].write(record.id, record, create, extra)
+
+    def _note_stored(self, table: Table, id: str, after: Any = None) -> None:
+        """The version log's state before (``tx.versions``) of a record about to be
+        written (``after``) or deleted: as the database holds it, read with the row
+        (BaseTx reads a record before it writes it), at the transaction's first write
+        of it; with the Work it was of, or is of once created."""
+        if not self.version_log or (table, id, "") in self._befores:
+            return
+        row = self._buffer.tables[table].rows.get(id)
+        before, owner = None, after
+        if row is not None and row.visible() is not None:
+            before = row.loaded if row.loaded is not None else codec.encode(row.record)
+            owner = row.record
+        work_id = id if table == "work" else getattr(owner, "work_id", "")
+        self._note_before(table, id, "", before, work_id)
 
     def _list(self, table: Table, work_id: str = "", live: bool = False) -> list[Any]:
         spec = schema.TABLES[table]
@@ -225,7 +242,7 @@ class OrmTx(OrmPages):
             sql = f"SELECT id, data FROM {spec.name} WHERE work_id = %s{live}"
             for id, data in self._fetch(sql, [work_id]):
                 if id not in cache.rows:
-                    cache.keep(id, CachedRow(RECENT.decode(cache.cls, data)))
+                    cache.keep(id, CachedRow(RECENT.decode(cache.cls, data), loaded=data))
             cache.complete.add(work_id)
         return cache.of_work(work_id)
 
@@ -243,6 +260,7 @@ class OrmTx(OrmPages):
         cache = self._buffer.tables["timer"]
         row = cache.rows.get(timer_id) or self._load("timer", timer_id)
         if row.record is not None:
+            self._note_stored("timer", timer_id)
             cache.bury(timer_id)
 
     def _due_timers(self, now: Nanos, limit: int) -> list[Timer]:
@@ -390,6 +408,8 @@ class OrmTx(OrmPages):
         return None if value is None else bytes(value)
 
     def _kv_put(self, namespace: str, key: str, value: bytes) -> None:
+        if self.version_log and ("kv", namespace, key) not in self._befores:
+            self._note_before("kv", namespace, key, self._kv_get(namespace, key))
         self._cursor.execute(
             f"UPDATE {schema.KV} SET value = %s WHERE namespace = %s AND key = %s",
             [value, namespace, key],
@@ -401,6 +421,10 @@ class OrmTx(OrmPages):
             )
 
     def _kv_delete(self, namespace: str, key: str) -> None:
+        if self.version_log and ("kv", namespace, key) not in self._befores:
+            before = self._kv_get(namespace, key)
+            if before is not None:
+                self._note_before("kv", namespace, key, before)
         self._cursor.execute(
             f"DELETE FROM {schema.KV} WHERE namespace = %s AND key = %s", [namespace, key]
         )

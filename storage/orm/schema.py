@@ -26,6 +26,7 @@ from ..models import (
     ScopeRow,
     SeriesTallyRow,
     TimerRow,
+    VersionRow,
     WaitRow,
     WorkRow,
     WorkTallyRow,
@@ -129,6 +130,7 @@ EVENT = EventRow._meta.db_table
 KEY = KeyRow._meta.db_table
 EVENT_KEY = EventKeyRow._meta.db_table
 META = MetaRow._meta.db_table
+VERSION = VersionRow._meta.db_table
 KV = KVRow._meta.db_table
 RUN_RECORD = RunRecordRow._meta.db_table
 

@@ -71,8 +71,11 @@ class OrmStore:
         *,
         using: str = "default",
         view_using: str = "view",
+        version_log: bool = True,
     ) -> None:
         self._clock = clock
+        # False: no version log (``storage.versions``), a benchmark's baseline.
+        self.version_log = version_log
         self.using = using
         self.view_using = view_using
         self._schema_version = self._open()
@@ -143,6 +146,7 @@ class OrmStore:
                     # The record format is read with it, so a process opened before a
                     # newer binary raised it stops writing at once, for no extra statement.
                     tx = self.tx_class(0, alias=self.using, read_only=False)
+                    tx.version_log = self.version_log
                     clock, record_format = tx.admission_meta()
                     _known_record_format(record_format)
                     last, version = parse_clock(clock)
@@ -154,6 +158,8 @@ class OrmStore:
                     result = callback(tx)
                     tx.before_commit()
                     check_admission(guard)
+                    if tx.dirty:
+                        tx.log_versions(version + 1)
                     if tx.dirty or now != last:
                         clock = f"{now} {version + (1 if tx.dirty else 0)}"
                         tx.set_meta_at_flush("clock", clock)

@@ -120,6 +120,9 @@ class CachedRow:
     # Columns the INSERT writes beside the record's own (``RecordTable.columns``): an
     # attempt's Scope, which its Work holds (``OrmTx._put``). Never updated after.
     extra: dict[str, Any] | None = None
+    # The text the row was read with, while it is what the database holds: the
+    # record's state before this transaction (the version log's), at no encoding.
+    loaded: str | None = None
 
     def visible(self) -> Any:
         if self.record is None or not self.live:
@@ -240,6 +243,10 @@ _EVENT_INSERT = (
     "scope_id, route_work_id, disposition, routed_ns, data) "
     "VALUES ({seq}, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
+_VERSION_INSERT = (
+    f"INSERT INTO {schema.VERSION} (position, at_ns, kind, record_id, key, data, value, "
+    "event_seq, execution_id, work_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 _EVENT_KEY_INSERT = f"INSERT INTO {schema.EVENT_KEY} (seq, source, external_id) VALUES (%s, %s, %s)"
 _EVENT_UPDATE = (
     f"UPDATE {schema.EVENT} SET scope_id = %s, route_work_id = %s, disposition = %s, "
@@ -261,12 +268,15 @@ class WriteBehind:
     # Statements sent after the row writes at the next flush (the tally upsert, the
     # clock row), so that they travel with them: (SQL, parameters of one execution).
     after: list[tuple[str, list[Any]]] = field(default_factory=list)
+    # The version log's rows (``storage.orm.versions``), appended at commit.
+    versions: list[list[Any]] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
         return bool(
             self.new_keys
             or self.after
+            or self.versions
             or self.events.dirty
             or any(t.dirty for t in self.tables.values())
         )
@@ -323,6 +333,9 @@ class WriteBehind:
             )
             out.append((sql, list(self.new_keys)))
             self.new_keys.clear()
+        if self.versions:
+            out.append((_VERSION_INSERT, self.versions))
+            self.versions = []
         out.extend((sql, [params]) for sql, params in self.after)
         self.after.clear()
         return out

@@ -3,7 +3,8 @@
 ``BaseTx`` implements every ``Tx`` operation: validation, lifecycle tables, revisions,
 ownership, fencing, timers, waits, KV, run records and dashboard reads. It is composed
 from one class per section of the contract (``events``, ``work``, ``executions``,
-``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``, ``lookup``) over the plumbing
+``scopes``, ``timers``, ``waits``, ``kv``, ``runs``, ``dashboard``, ``lookup``,
+``versions``) over the plumbing
 in ``base`` and the row hooks in ``rows``. Backends subclass ``BaseTx`` and supply only
 the hooks of ``rows.ContractRows``. Each operation checks everything before its first write, so
 an operation that raises has no effect even when the callback swallows the error
@@ -19,6 +20,7 @@ from .lookup import LookupRules
 from .run_records import RunRecordRules
 from .scopes import ScopeRules
 from .timers import TimerRules
+from .versions import VersionRules
 from .waits import WaitRules
 from .work import WorkRules
 
@@ -34,6 +36,7 @@ class BaseTx(
     RunRecordRules,
     DashboardRules,
     LookupRules,
+    VersionRules,
 ):
     """Every ``Tx`` operation; a backend subclasses it and implements ``rows.ContractRows``."""
 

@@ -28,6 +28,7 @@ from ..records import (
     WorkQuery,
     WorkState,
 )
+from ..versions import VersionKind
 from .rows import ContractRows
 
 # Thread-local marker of an open transaction, to refuse nesting (checklist T-08).
@@ -87,6 +88,14 @@ class TxBase(ContractRows):
         # False when the Guard carries a lease: executor transactions may not use the
         # control-plane-only operations (revoke_lease).
         self.trusted = True
+        # The version log (``tx.versions``): each changed record's state before this
+        # transaction, by (kind, ID, KV key); the first Event accepted here and the
+        # attempt whose lease this runs under stamp its rows. A store built without the
+        # log (a benchmark's baseline) sets ``version_log`` False.
+        self.version_log = True
+        self._befores: dict[tuple[VersionKind, str, str], tuple[str | bytes | None, str]] = {}
+        self._first_event = 0
+        self._lease_execution = ""
 
     # -- transaction plumbing ------------------------------------------------------
     @property
@@ -132,6 +141,7 @@ class TxBase(ContractRows):
         work = self._get("work", x.work_id)
         if work is None or work.terminal:
             raise Fenced(f"Work {x.work_id} is terminal")
+        self._lease_execution = x.id
         return x
 
     def _write_work(self, previous: Work | None, stored: Work) -> None:

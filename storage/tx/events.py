@@ -52,6 +52,7 @@ class EventRules(TxBase):
             received_at=self._now,
         )
         sequence = self._insert_event(stored)
+        self._first_event = self._first_event or sequence
         accepted = StoredEvent(stored, sequence)
         series_tally.add(series_tally.event_keys(accepted), 1, self._series)
         return accepted, True

@@ -100,6 +100,14 @@ COLUMN_RULES: dict[str, dict[str, int]] = {
         "state": 16,
     },
     "conduit_kv": {"namespace": ID_MAX_BYTES, "key": KV_KEY_MAX_BYTES},
+    # The version log's names come from records already checked (tx.versions).
+    "conduit_record_version": {
+        "kind": 16,
+        "record_id": ID_MAX_BYTES,
+        "key": KV_KEY_MAX_BYTES,
+        "execution_id": ID_MAX_BYTES,
+        "work_id": ID_MAX_BYTES,
+    },
     "conduit_run_record": {"run_id": ID_MAX_BYTES, "revision": 20},
 }
 

@@ -40,6 +40,7 @@ from ..records import (
 )
 from ..run_records.query import RunRow
 from ..run_records.records import RunQuery
+from ..versions import RecordVersion, VersionKind
 
 
 class ContractRows(ABC):
@@ -311,3 +312,70 @@ class ContractRows(ABC):
     def _error_groups(self, query: WorkQuery) -> list[ErrorGroup]:
         """Every error group of ``query``'s failed and exhausted Work, largest first
         (``triage.select_error_groups``)."""
+
+    # -- the record-version log (``storage.versions``) ---------------------------------
+    @abstractmethod
+    def _append_versions(
+        self,
+        rows: Sequence[tuple[int, VersionKind, str, str, str | bytes | None, str]],
+        at: Nanos,
+        event_sequence: int,
+        execution_id: str,
+    ) -> None:
+        """Append (position, kind, ID, KV key, state before, Work ID) rows, stamped with ``at``,
+        ``event_sequence`` and ``execution_id``, in this transaction. ``state before``
+        is the stored text of a record or a KV entry's bytes (None: it was created)."""
+
+    @abstractmethod
+    def _record_versions(
+        self,
+        kind: VersionKind,
+        id: str,
+        key: str,
+        after: int,
+        upto: int,
+        limit: int,
+        newest_first: bool,
+    ) -> list[RecordVersion]:
+        """One record's rows with ``after`` < version <= ``upto`` (0: unbounded), by
+        position or newest first, at most ``limit`` (0: all), ``before`` decoded
+        (``tx.versions.decoded``). One range read of the record's index."""
+
+    @abstractmethod
+    def _version_changes(self, low: int, high: int | None, limit: int) -> list[RecordVersion]:
+        """Rows with ``low`` <= position < ``high`` (None: unbounded), by position, at
+        most ``limit`` (0: all). One range read of the log's key."""
+
+    @abstractmethod
+    def _work_versions(
+        self, work_id: str, low: int, high: int | None, limit: int
+    ) -> list[RecordVersion]:
+        """Rows whose ``work_id`` is ``work_id`` with ``low`` <= position < ``high``
+        (None: unbounded), by position, at most ``limit`` (0: all). One range read of
+        the log's per-Work index."""
+
+    @abstractmethod
+    def _first_versions(
+        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+    ) -> list[RecordVersion]:
+        """The first row at or after position ``low`` of each record: of every record
+        with rows of ``work_id`` (when given), else of the ``kind`` records ``ids``.
+        One read of the per-Work index, or of the per-record one (per ``max_params``
+        IDs); the cost follows the rows after ``low``, not the log."""
+
+    @abstractmethod
+    def _first_position_after(self, at: Nanos) -> int | None:
+        """The position of the first row committed after ``at`` (None: none)."""
+
+    @abstractmethod
+    def _version_horizon(self) -> int:
+        """The version the log reconstructs from (0 if it was always kept)."""
+
+    @abstractmethod
+    def _set_version_horizon(self, version: int) -> None:
+        """Record a new horizon (a prune cut the log up to ``version``)."""
+
+    @abstractmethod
+    def _prune_versions(self, before: Nanos, limit: int) -> tuple[int, int] | None:
+        """Delete the first ``limit`` rows by position, stopping at the first committed
+        at or after ``before``; (how many, the last one's position), or None."""

@@ -93,6 +93,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.beneath", 0),
     # Each table's record class and live values: contract knowledge both backends use.
     ("storage.tables", 0),
+    # The version log's records (storage.versions): contract, as records.py.
+    ("storage.versions", 0),
     # Run records are records: their codec and query meaning sit with the contract.
     ("storage.run_records.records", 0),
     ("storage.run_records.codec", 0),

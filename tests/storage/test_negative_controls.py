@@ -22,6 +22,7 @@ from storage.tx import TxScope
 
 from .contract import test_checkpoints as checkpoints
 from .contract import test_events as events
+from .contract import test_versions as versions
 from .contract import test_views as views
 from .support import FakeClock
 
@@ -53,6 +54,17 @@ class PartialCommitStore(MemoryStore):
                 tx.close()
                 working.last_now = now
                 self.commit(working)
+
+
+class UnloggedDeleteTx(MemoryTx):
+    """Deletes a KV entry without logging its value: the version log loses it."""
+
+    def _kv_delete(self, namespace: str, key: str) -> None:
+        self.state.kv.pop((namespace, key), None)
+
+
+class UnloggedDeleteStore(MemoryStore):
+    tx_class = UnloggedDeleteTx
 
 
 class SerialisingViewStore(MemoryStore):
@@ -101,6 +113,7 @@ Contract = Callable[[Any, FakeClock], None]
 DEDUPLICATION = events.test_delivery_identity_versus_correlation
 ATOMICITY = checkpoints.test_atomic_route_effects
 VIEW_ISOLATION = views.test_view_reads_committed_state_alongside_writes
+VERSION_REPLAY = versions.test_replaying_the_log_to_any_version_is_what_a_fresh_store_reached
 
 # The threads the View test starts (tests/storage/contract/test_views.py).
 CONTRACT_THREADS = frozenset({"held-writer", "viewer", "storage.view", "committer"})
@@ -143,6 +156,12 @@ def run(contract: Contract, store: Any, clock: FakeClock) -> None:
             "View accepted a write",
             id="view-writes",
         ),
+        pytest.param(
+            UnloggedDeleteStore,
+            VERSION_REPLAY,
+            "as of",
+            id="version-log-loses-a-delete",
+        ),
     ],
 )
 def test_the_contract_catches_a_broken_double(
@@ -155,8 +174,8 @@ def test_the_contract_catches_a_broken_double(
 
 @pytest.mark.parametrize(
     "contract",
-    [DEDUPLICATION, ATOMICITY, VIEW_ISOLATION],
-    ids=["deduplication", "atomicity", "view-isolation"],
+    [DEDUPLICATION, ATOMICITY, VIEW_ISOLATION, VERSION_REPLAY],
+    ids=["deduplication", "atomicity", "view-isolation", "version-replay"],
 )
 def test_the_same_contract_tests_pass_on_the_reference_double(contract: Contract) -> None:
     """The controls above fail because of the breakage, not because the test is flaky."""

@@ -77,6 +77,7 @@ def _attempt_every_write(t: Tx, lease: LeaseRef) -> list[str]:
         "kv_put": lambda: t.kv_put("ns", "k2", b"v"),
         "kv_delete": lambda: t.kv_delete("ns", "k"),
         "put_run_record": lambda: t.put_run_record(DurableRunRecord(run_id="r-view"), 0),
+        "prune_versions": lambda: t.prune_versions(2**62),
     }
     assert sorted(attempts) == sorted(WRITES), "view: write list is incomplete"
     accepted = []

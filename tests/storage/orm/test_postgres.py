@@ -365,6 +365,10 @@ def test_id_and_key_columns_are_collated_c() -> None:
     assert collated == [
         ("conduit_execution", "id", "C"),
         ("conduit_kv", "key", "C"),
+        # The version log's names, as their records' (equality only: C is the cheapest).
+        ("conduit_record_version", "key", "C"),
+        ("conduit_record_version", "record_id", "C"),
+        ("conduit_record_version", "work_id", "C"),
         ("conduit_run_record", "run_id", "C"),
         ("conduit_scope", "id", "C"),
         ("conduit_timer", "id", "C"),

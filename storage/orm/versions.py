@@ -1,0 +1,157 @@
+"""The ORM backend's record-version log (``storage.versions``) in the
+``conduit_record_version`` table: rows buffered by ``log_versions`` and sent with the
+transaction's other writes (one ``executemany``), read by position ranges of the key
+and the per-record and per-time indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..records import Nanos
+from ..tx.versions import decoded, first_position, version_of
+from ..versions import RecordVersion, VersionKind
+from . import schema
+from .pages import OrmPages
+from .writebehind import WriteBehind
+
+# The columns the reads select, in ``_version``'s order (``writebehind`` inserts them).
+COLUMNS = "position, at_ns, kind, record_id, key, data, value, event_seq, execution_id, work_id"
+_HORIZON = "version_horizon"
+
+
+def _version(row: Sequence[Any]) -> RecordVersion:
+    position, at, kind, id, key, data, value, event_sequence, execution_id, work_id = row
+    before = value if kind == "kv" else data
+    return RecordVersion(
+        position,
+        version_of(position),
+        at,
+        kind,
+        id,
+        key,
+        decoded(kind, before),
+        event_sequence,
+        execution_id,
+        work_id,
+    )
+
+
+class OrmVersions(OrmPages):
+    """The version log's row hooks (``tx.rows.ContractRows``) for ``OrmTx``."""
+
+    _buffer: WriteBehind
+
+    def _append_versions(
+        self,
+        rows: Sequence[tuple[int, VersionKind, str, str, str | bytes | None, str]],
+        at: Nanos,
+        event_sequence: int,
+        execution_id: str,
+    ) -> None:
+        values = []
+        for position, kind, id, key, before, work_id in rows:
+            data = None if kind == "kv" else before
+            value = before if kind == "kv" else None
+            values.append(
+                [position, at, kind, id, key, data, value, event_sequence, execution_id, work_id]
+            )
+        self._buffer.versions.extend(values)
+
+    def _ranged(
+        self,
+        where: str,
+        params: list[Any],
+        high: int | None,
+        limit: int,
+        newest_first: bool = False,
+    ) -> list[RecordVersion]:
+        """Rows matching ``where`` (which bounds the position from below) and below
+        ``high``, in the log's order or newest first, at most ``limit``."""
+        sql = f"SELECT {COLUMNS} FROM {schema.VERSION} WHERE {where}"
+        if high is not None:
+            sql += " AND position < %s"
+            params = [*params, high]
+        sql += " ORDER BY position DESC" if newest_first else " ORDER BY position"
+        if limit:
+            sql += " LIMIT %s"
+            params = [*params, limit]
+        return [_version(row) for row in self._rows(sql, params)]
+
+    def _record_versions(
+        self,
+        kind: VersionKind,
+        id: str,
+        key: str,
+        after: int,
+        upto: int,
+        limit: int,
+        newest_first: bool,
+    ) -> list[RecordVersion]:
+        where = "kind = %s AND record_id = %s AND key = %s AND position >= %s"
+        params: list[Any] = [kind, id, key, first_position(after + 1)]
+        high = first_position(upto + 1) if upto else None
+        return self._ranged(where, params, high, limit, newest_first)
+
+    def _version_changes(self, low: int, high: int | None, limit: int) -> list[RecordVersion]:
+        return self._ranged("position >= %s", [low], high, limit)
+
+    def _work_versions(
+        self, work_id: str, low: int, high: int | None, limit: int
+    ) -> list[RecordVersion]:
+        # "work_id <> ''": the partial index's condition, which SQLite needs spelled out.
+        where = "work_id = %s AND work_id <> '' AND position >= %s"
+        return self._ranged(where, [work_id, low], high, limit)
+
+    def _first_versions(
+        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+    ) -> list[RecordVersion]:
+        # Each record's first row from ``low`` on, numbered per record by position.
+        first = (
+            f"SELECT {COLUMNS} FROM (SELECT {COLUMNS}, ROW_NUMBER() OVER "
+            "(PARTITION BY kind, record_id, key ORDER BY position) AS n "
+            f"FROM {schema.VERSION} WHERE {{where}} AND position >= %s) AS firsts WHERE n = 1"
+        )
+        if work_id:
+            where = "work_id = %s AND work_id <> ''"
+            return [_version(r) for r in self._rows(first.format(where=where), [work_id, low])]
+        out: list[RecordVersion] = []
+        step = self.dialect.max_params - 3
+        for start in range(0, len(ids), step):
+            chunk = list(ids[start : start + step])
+            marks = ", ".join(["%s"] * len(chunk))
+            where = f"kind = %s AND record_id IN ({marks}) AND key = ''"
+            sql = first.format(where=where)
+            out += [_version(r) for r in self._rows(sql, [kind, *chunk, low])]
+        return out
+
+    def _first_position_after(self, at: Nanos) -> int | None:
+        sql = (
+            f"SELECT position FROM {schema.VERSION} WHERE at_ns > %s "
+            "ORDER BY at_ns, position LIMIT 1"
+        )
+        found: int | None = self._one(sql, [at])
+        return found
+
+    def _version_horizon(self) -> int:
+        sql = f"SELECT value FROM {schema.META} WHERE key = %s"
+        return int(self._one(sql, [_HORIZON]) or 0)
+
+    def _set_version_horizon(self, version: int) -> None:
+        self._cursor.execute(
+            f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [_HORIZON, str(version)],
+        )
+
+    def _prune_versions(self, before: Nanos, limit: int) -> tuple[int, int] | None:
+        sql = f"SELECT position, at_ns FROM {schema.VERSION} ORDER BY position LIMIT %s"
+        count, last = 0, 0
+        for position, at in self._rows(sql, [limit]):
+            if at >= before:
+                break
+            count, last = count + 1, position
+        if not count:
+            return None
+        self._cursor.execute(f"DELETE FROM {schema.VERSION} WHERE position <= %s", [last])
+        return count, last
