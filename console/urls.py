@@ -6,6 +6,7 @@ from console.causation import views as causation
 from console.converters import IdConverter
 from console.dashboard import views as dashboard
 from console.events import views as events
+from console.history import views as history
 from console.http import by_method
 from console.keys import views as keys
 from console.metrics import views as metrics
@@ -30,6 +31,7 @@ urlpatterns = [
     # could also be the Work page of an ID ending in "/compare".
     path("compare/<id:work_id>", compare.compare_attempts, name="compare_attempts"),
     path("causation/<id:work_id>", causation.work_causation, name="work_causation"),
+    path("changes/<id:work_id>", history.work_changes, name="work_changes"),
     path("works/<id:work_id>", works.work_detail, name="work_detail"),
     path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),
     path("actions/retry/<id:work_id>", operate.retry_work, name="retry_work"),

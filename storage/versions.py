@@ -36,7 +36,8 @@ class RecordVersion:
     ``before`` is the record (a ``Work``, ``Execution``, ...; for ``kind`` "kv" the
     value's bytes) or None when the transaction created it. ``position`` is the
     row's place in the log, increasing with ``version``; pages of changes resume
-    after it. ``event_sequence`` is the first Event the transaction accepted (0:
+    after it. ``event_sequence`` is the first Event the transaction accepted or
+    routed (its cause: a router's transaction routes an Event accepted earlier; 0:
     none), ``execution_id`` the attempt whose lease it ran under ("" for the trusted
     control plane: the console, the runtime's router). ``work_id`` is the Work the
     record is of (a Work's own ID; an attempt's, Wait's or Timer's Work; "" for a

@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from console.history.views import work_then
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
 from console.runtime.previews import (
@@ -81,7 +82,10 @@ def work_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @page
 def work_detail(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
-    """One Work: summary, attempts, timeline, Waits and Timers, and its actions."""
+    """One Work: summary, attempts, timeline, Waits and Timers, and its actions; as
+    it was at a moment with ``?as_of=`` (``console.history``)."""
+    if "as_of" in request.GET:
+        return work_then(request, work_id)
     detail = read_work_detail(work_id, seen_stamp(request))
     if detail is None:
         return unchanged()

@@ -82,6 +82,8 @@ class EventRules(TxBase):
                 f"as {stored.route.disposition!r}"
             )
         self._set_route(event_id, Route(work_id, disposition, self._now))
+        # The version log's cause of this transaction's changes (``tx.versions``).
+        self._first_event = self._first_event or stored.sequence
 
     def set_event_scope(self, event_id: str, scope_id: str) -> None:
         self._writable()

@@ -31,13 +31,10 @@ from storage.default import default_store
 from storage.ops import manual
 from tests.console import factories as f
 from tests.console.conftest import DB
+from tests.console.support.markup import text_of
 from tests.console.support.odd_ids import IDS, seed
 
 pytestmark = DB
-
-
-def text_of(html: str) -> str:
-    return " ".join(markup.unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 def rows(html: str) -> list[str]:

@@ -17,15 +17,12 @@ from storage import Execution, ExecutionState, Tx, Work, seconds
 from tests.console import factories as f
 from tests.console.conftest import DB
 from tests.console.support import attempts as seed
+from tests.console.support.markup import text_of
 from tests.console.support.odd_ids import IDS
 
 pytestmark = DB
 
 LINK = re.compile(r'href="(/compare/[^"]+)"')
-
-
-def text_of(html: str) -> str:
-    return " ".join(markup.unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 def row(html: str, name: str) -> str:

@@ -1,0 +1,67 @@
+"""A Work in the past (``console.history.reads``): the Work page as of a moment
+(``/works/<id>?as_of=``, which ``works.views.work_detail`` hands here) and what
+changed in it between two moments (``/changes/<id>?from=&to=``)."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from console.history.moments import SEQ_MAX, parse_moment
+from console.history.reads import read_work_changes, read_work_then
+from console.http import HtmxHttpRequest, page
+from console.urlstate import FilterError
+from storage import wall_clock
+
+THEN = "console/work_then.html"
+CHANGES = "console/work_changes.html"
+
+
+def work_then(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
+    """The Work as it was at ``?as_of=``: read-only, no actions, no polling (the
+    past does not change); a bad moment is the 400 page."""
+    try:
+        moment = parse_moment(request.GET.get("as_of", ""), "as_of", wall_clock())
+    except FilterError as exc:
+        context = {"errors": exc.errors, "work_id": work_id, "as_of": request.GET["as_of"]}
+        return render(request, THEN, context, status=400)
+    then = read_work_then(work_id, moment)
+    return render(request, THEN, {"page": then, "work": then.work_now, "work_id": work_id})
+
+
+@page
+def work_changes(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
+    """The transactions that changed a Work from ``?from=`` to ``?to=`` (default now),
+    a page at a time (``?after=<log position>``); bad input is the 400 page."""
+    now = wall_clock()
+    raw = {name: request.GET.get(name, "").strip() for name in ("from", "to", "after")}
+    errors: dict[str, str] = {}
+    start = end = None
+    try:
+        start = parse_moment(raw["from"], "from", now)
+    except FilterError as exc:
+        errors |= exc.errors
+    if raw["to"]:
+        try:
+            end = parse_moment(raw["to"], "to", now)
+        except FilterError as exc:
+            errors |= exc.errors
+    after = 0
+    if raw["after"]:
+        digits = raw["after"].isascii() and raw["after"].isdigit()
+        if not digits or int(raw["after"]) > SEQ_MAX:
+            errors["after"] = "after is a position in the version log."
+        else:
+            after = int(raw["after"])
+    if errors or start is None:
+        context = {"errors": errors, "work_id": work_id, "raw": raw}
+        return render(request, CHANGES, context, status=400)
+    changes = read_work_changes(work_id, start, end, after)
+    if changes.start.version > changes.end.version:
+        context = {
+            "errors": {"to": "The end of the span comes before its start."},
+            "work_id": work_id,
+            "raw": raw,
+        }
+        return render(request, CHANGES, context, status=400)
+    return render(request, CHANGES, {"page": changes, "work": changes.work, "raw": raw})

@@ -1,0 +1,152 @@
+"""A Work in the past, in Chromium (issue 32): an operator on a Work's page opens it as
+of an Event three attempts ago and sees the attempt count, state and Waits of that
+moment, then as of the moment it parked, then what changed since: each transaction
+with its Event, actor and fields. No sideways scroll at 360 px, axe-clean in both
+themes, the way back to now on every page."""
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from storage import (
+    Event,
+    ExecutionState,
+    Guard,
+    Outcome,
+    OutcomeKind,
+    Tx,
+    Wait,
+    WaitState,
+    WorkState,
+)
+from storage.default import default_store
+from storage.ops import manual
+from tests.console import factories as f
+from tests.console.browser.pagechecks import fits_and_passes_axe
+from tests.console.browser.support import sign_in
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, databases=["default", "view"]),
+]
+
+WORK = "charge/2026-12-06/" + "x" * 60  # a long ID with slashes: it must wrap at 360 px
+
+
+def fail(n: int) -> None:
+    x = f.start(WORK)
+    f.finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=f"declined {n}")
+    f.event(f"declined-{n}", work_id=WORK, type="charge.declined")
+
+
+def seed() -> None:
+    """Attempts 1 and 2 fail; attempt 3 parks on a Wait for approval, is woken and
+    fails too; an operator's retry (a manual Event by operator:alice) starts attempt
+    4, which completes."""
+    f.work(WORK, kind="billing.charge")
+    fail(1)
+    fail(2)
+    x3 = f.start(WORK)
+
+    def park(tx: Tx) -> None:
+        waiting = Outcome(OutcomeKind.WAITING)
+        tx.put_execution(replace(tx.execution(x3.id), state=ExecutionState.PARKED, outcome=waiting))
+        tx.put_work(replace(tx.work(WORK), state=WorkState.WAITING))
+        tx.put_wait(
+            Wait(
+                id="approval-wait",
+                work_id=WORK,
+                execution_id=x3.id,
+                types=("approval.granted",),
+                description="waiting for the bank's approval",
+            )
+        )
+
+    f.transact(park)
+    f.event("parked", work_id=WORK, type="charge.parked")
+
+    def approved_then_failed(tx: Tx) -> None:
+        tx.accept_event(
+            Event(
+                id="approval",
+                source="bank",
+                delivery_id="d-approval",
+                type="approval.granted",
+                work_id=WORK,
+            )
+        )
+        tx.put_wait(replace(tx.wait("approval-wait"), state=WaitState.WOKEN, woken_by="approval"))
+        failure = Outcome(OutcomeKind.FAILED, "declined 3")
+        tx.put_execution(replace(tx.execution(x3.id), state=ExecutionState.FAILED, outcome=failure))
+        tx.put_work(replace(tx.work(WORK), state=WorkState.READY))
+
+    f.transact(approved_then_failed)
+    store = default_store()
+    stored, _ = store.transact(
+        Guard(),
+        lambda tx: manual.record(tx, manual.Action.RETRY, "alice", WORK, "bank said yes", "t1"),
+    )
+    manual.do_apply_manual_event(store, stored.id)
+    x4 = max(f.transact(lambda tx: tx.executions(WORK)), key=lambda x: x.attempt)
+    f.transact(lambda tx: tx.claim(x4.id, "worker-1", tx.now + 30 * 10**9))
+    f.finish(x4.id, work_state=WorkState.COMPLETED)
+
+
+def test_a_work_as_of_an_event_three_attempts_ago_and_what_changed_since(
+    live_server, browser_page, console_errors
+):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    seed()
+    sign_in(page, live_server, f"/works/{WORK}")
+    expect(page.locator("h1")).to_contain_text("completed")
+
+    # The Event accepted after attempt 1 failed: three attempts ago.
+    page.locator(".tl-item", has_text="charge.declined").first.get_by_role(
+        "link", name="as of"
+    ).click()
+    page.wait_for_url(re.compile(r"\?as_of=%23\d+$"))
+    banner = page.locator(".banner-past")
+    expect(banner).to_contain_text("As it was at")
+    expect(banner).to_contain_text("Now it is completed")
+    facts = page.locator("dl.kv")
+    expect(facts.locator("div", has_text="Attempts")).to_contain_text("1")
+    expect(facts.locator("div", has_text="State")).to_contain_text("ready")
+    expect(page.locator("#then-attempts-h + .table-wrap tbody tr")).to_have_count(1)
+    expect(page.get_by_text("No Waits at that moment.")).to_be_visible()
+    expect(page.locator("text=Retry…")).to_have_count(0)  # the past does not act
+    assert fits_and_passes_axe(page) == []
+
+    # As of the moment it parked: three attempts, waiting, the Wait active.
+    page.get_by_role("link", name="Back to now").click()
+    page.wait_for_url(re.compile(r"/works/charge[^?]*$"))
+    page.locator(".tl-item", has_text="charge.parked").get_by_role("link", name="as of").click()
+    page.wait_for_url(re.compile(r"\?as_of=%23\d+$"))
+    expect(facts.locator("div", has_text="Attempts")).to_contain_text("3")
+    expect(facts.locator("div", has_text="State")).to_contain_text("waiting")
+    waits = page.locator("section", has=page.locator("#then-waits-h"))
+    expect(waits).to_contain_text("approval-wait")
+    expect(waits).to_contain_text("active")
+    assert fits_and_passes_axe(page) == []
+
+    # What changed since: the operator's retry, by its Event and actor.
+    page.get_by_role("link", name="What changed since").click()
+    page.wait_for_url(re.compile(r"/changes/charge.*\?from=%23\d+$"))
+    retry = page.locator("li.change", has_text="operator:alice")
+    expect(retry).to_contain_text("core.manual")
+    expect(retry).to_contain_text(re.compile(r"v\d+"))
+    expect(retry).to_contain_text("attempt 4")
+    woken = page.locator("li.change", has_text="approval.granted")
+    expect(woken.locator("li", has_text="Wait approval-wait")).to_contain_text("woken")
+    assert fits_and_passes_axe(page) == []
+
+    # From a transaction to the Work just after it, and back to now.
+    retry.get_by_role("link", name="the Work after it").click()
+    page.wait_for_url(re.compile(r"\?as_of=v\d+$"))
+    expect(facts.locator("div", has_text="Attempts")).to_contain_text("4")
+    page.get_by_role("link", name="Back to now").click()
+    page.wait_for_url(re.compile(r"/works/charge[^?]*$"))
+    expect(page.locator("h1")).to_contain_text("completed")
+    assert console_errors == []
