@@ -352,6 +352,13 @@ class Tx(Protocol):
         after < version <= upto and position > start, in the log's order."""
         ...
 
+    def later_versions(
+        self, kind: VersionKind, wanted: Sequence[tuple[str, int]]
+    ) -> dict[str, RecordVersion]:
+        """For each (record ID, version), the record's first log row after that
+        version, by ID; absent when it has not changed since."""
+        ...
+
     def work_as_of(self, work_id: str, version: int) -> WorkAsOf:
         """A Work with its attempts, Waits and Timers as they were once ``version``
         had committed."""

@@ -50,7 +50,7 @@ from .run_records.query import RunRow, count_run_rows, select_run_rows
 from .run_records.records import RunQuery
 from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
-from .tx.versions import decoded, first_position, version_of
+from .tx.versions import VERSION_END, decoded, first_position, version_of
 from .versions import RecordVersion, VersionKind
 
 T = TypeVar("T")
@@ -466,14 +466,19 @@ class MemoryTx(BaseTx):
         return [r.public() for r in (found[:limit] if limit else found)]
 
     def _first_versions(
-        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+        self,
+        low: int = 0,
+        work_id: str = "",
+        kind: VersionKind = "work",
+        seeks: Sequence[tuple[str, int]] = (),
     ) -> list[RecordVersion]:
-        wanted = set(ids)
+        lows = dict(seeks)
         first: dict[tuple[str, str, str], _VersionRow] = {}
         for r in self.state.versions:
-            if r.position < low:
-                continue
-            if (r.work_id == work_id) if work_id else (r.kind == kind and r.id in wanted):
+            if work_id:
+                if r.work_id == work_id and r.position >= low:
+                    first.setdefault((r.kind, r.id, r.key), r)
+            elif r.kind == kind and r.key == "" and r.position >= lows.get(r.id, VERSION_END):
                 first.setdefault((r.kind, r.id, r.key), r)
         return [r.public() for r in first.values()]
 

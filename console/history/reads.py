@@ -16,6 +16,7 @@ from console.history.moments import NOW, Moment, Resolved, resolve
 from console.polling import read
 from storage import (
     Execution,
+    NotFound,
     RecordVersion,
     StoredEvent,
     Timer,
@@ -124,9 +125,10 @@ def read_work_then(work_id: str, moment: Moment) -> WorkThen:
 def read_work_changes(work_id: str, start: Moment, end: Moment | None, after: int) -> WorkChanges:
     """The transactions that changed the Work between ``start`` and ``end`` (None:
     now), a page of whole transactions from log position ``after`` on, each with the
-    fields every record's change made. The state after a page's changes is read once,
-    as of its last transaction (``work_as_of``), so a page costs the same few queries
-    plus one per distinct Event it names."""
+    fields every record's change made. A page costs the same few queries whatever the
+    history: the moments, its rows, one seek statement per kind of record on it (the
+    state after each record's last change on the page), the Work's current lists it
+    needs, and one lookup per distinct Event it names."""
 
     def build(tx: Tx) -> WorkChanges:
         work = tx.work(work_id)
@@ -146,35 +148,74 @@ def read_work_changes(work_id: str, start: Moment, end: Moment | None, after: in
             kept = [r for r in rows if r.version != cut]
             rows = kept or [r for r in rows if r.version == cut]
             next_start = rows[-1].position
-        snapshot = tx.work_as_of(work_id, rows[-1].version) if rows else None
-        transactions = _transactions(tx, rows, snapshot)
+        transactions = _transactions(tx, rows, Current(tx, work))
         return WorkChanges(tx.now, work, first, last, transactions, next_start)
 
     return read(build)
 
 
-def _transactions(
-    tx: Tx, rows: list[RecordVersion], snapshot: WorkAsOf | None
-) -> list[Transaction]:
-    """The page's rows as transactions. Each change's state after it is the record's
-    next row's state before, or, for its last row on the page, its state in
-    ``snapshot`` (the Work as of the page's last transaction)."""
-    after_of: dict[tuple[str, str], Any] = {}
-    if snapshot is not None and snapshot.work is not None:
-        after_of[("work", snapshot.work.id)] = snapshot.work
-        for kind, records in (
-            ("execution", snapshot.executions),
-            ("wait", snapshot.waits),
-            ("timer", snapshot.timers),
-        ):
-            for record in records:
-                after_of[(kind, record.id)] = record
+class Current:
+    """The Work's records as they are now, each list read once when first needed."""
+
+    def __init__(self, tx: Tx, work: Work) -> None:
+        self.tx = tx
+        self.work = work
+        self._lists: dict[str, dict[str, Any]] = {}
+
+    def records(self, kind: str) -> dict[str, Any]:
+        if kind not in self._lists:
+            found: list[Any] = []
+            if kind == "execution":
+                found = self.tx.executions(self.work.id)
+            elif kind == "wait":
+                found = self.tx.waits(self.work.id)
+            elif kind == "timer":
+                found = self.tx.timers(self.work.id)
+            self._lists[kind] = {r.id: r for r in found}
+        return self._lists[kind]
+
+    def state(self, kind: str, id: str) -> Any:
+        """The record now (None: gone), a Timer moved to another Work included."""
+        if kind == "work":
+            return self.work
+        found = self.records(kind).get(id)
+        if found is None and kind == "timer":
+            try:
+                found = self.tx.timer(id)
+            except NotFound:
+                return None
+        return found
+
+
+def _afters(tx: Tx, rows: list[RecordVersion], current: Current) -> list[Any]:
+    """Each row's record as the change left it: the state before of its next row on
+    the page; for its last row on the page, of its first row after it
+    (``later_versions``: one seek a record), else its state now."""
     afters: list[Any] = [None] * len(rows)
+    following: dict[tuple[str, str], Any] = {}
+    last: dict[tuple[str, str], int] = {}
     for i in reversed(range(len(rows))):
         key = (rows[i].kind, rows[i].id)
-        afters[i] = after_of.get(key)
-        after_of[key] = rows[i].before
-    leases = {x.id: x for x in (snapshot.executions if snapshot is not None else [])}
+        if key in following:
+            afters[i] = following[key]
+        else:
+            last[key] = i
+        following[key] = rows[i].before
+    by_kind: dict[str, list[tuple[str, int]]] = {}
+    for (kind, id), i in last.items():
+        by_kind.setdefault(kind, []).append((id, rows[i].version))
+    for kind, wanted in sorted(by_kind.items()):
+        later = tx.later_versions(kind, wanted)  # type: ignore[arg-type]
+        for id, _ in wanted:
+            found = later.get(id)
+            after = found.before if found is not None else current.state(kind, id)
+            afters[last[(kind, id)]] = after
+    return afters
+
+
+def _transactions(tx: Tx, rows: list[RecordVersion], current: Current) -> list[Transaction]:
+    """The page's rows as transactions, each change with the fields it made."""
+    afters = _afters(tx, rows, current)
     events: dict[int, StoredEvent | None] = {}
     out: list[Transaction] = []
     for row, after in zip(rows, afters, strict=True):
@@ -183,13 +224,14 @@ def _transactions(
             if sequence and sequence not in events:
                 found = tx.events(after=sequence - 1, limit=1)
                 events[sequence] = found[0] if found and found[0].sequence == sequence else None
+            lease = current.records("execution").get(row.execution_id) if row.execution_id else None
             out.append(
                 Transaction(
                     version=row.version,
                     at=row.at,
                     event=events.get(sequence),
                     event_sequence=sequence,
-                    lease=leases.get(row.execution_id),
+                    lease=lease,
                     lease_id=row.execution_id,
                     changes=[],
                 )

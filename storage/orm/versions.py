@@ -18,6 +18,11 @@ from .writebehind import WriteBehind
 # The columns the reads select, in ``_version``'s order (``writebehind`` inserts them).
 COLUMNS = "position, at_ns, kind, record_id, key, data, value, event_seq, execution_id, work_id"
 _HORIZON = "version_horizon"
+# The partial per-Work index's condition as its migration wrote it: SQLite uses the
+# index only for a query that repeats it exactly.
+_FILED = "NOT (work_id = '')"
+# Records whose first row one statement reads (a UNION of that many seeks).
+_PER_STATEMENT = 100
 
 
 def _version(row: Sequence[Any]) -> RecordVersion:
@@ -65,14 +70,20 @@ class OrmVersions(OrmPages):
         high: int | None,
         limit: int,
         newest_first: bool = False,
+        equal: str = "",
     ) -> list[RecordVersion]:
         """Rows matching ``where`` (which bounds the position from below) and below
-        ``high``, in the log's order or newest first, at most ``limit``."""
+        ``high``, in the log's order or newest first, at most ``limit``. ``equal``:
+        the columns ``where`` fixes, which the ORDER BY leads with: the order is the
+        same, and only the index on them and the position delivers it (SQLite would
+        otherwise walk the key from the bound, over every later row of the log)."""
         sql = f"SELECT {COLUMNS} FROM {schema.VERSION} WHERE {where}"
         if high is not None:
             sql += " AND position < %s"
             params = [*params, high]
-        sql += " ORDER BY position DESC" if newest_first else " ORDER BY position"
+        direction = " DESC" if newest_first else ""
+        order = "".join(f"{column}{direction}, " for column in equal.split()) + "position"
+        sql += f" ORDER BY {order}{direction}"
         if limit:
             sql += " LIMIT %s"
             params = [*params, limit]
@@ -91,7 +102,7 @@ class OrmVersions(OrmPages):
         where = "kind = %s AND record_id = %s AND key = %s AND position >= %s"
         params: list[Any] = [kind, id, key, first_position(after + 1)]
         high = first_position(upto + 1) if upto else None
-        return self._ranged(where, params, high, limit, newest_first)
+        return self._ranged(where, params, high, limit, newest_first, "kind record_id key")
 
     def _version_changes(self, low: int, high: int | None, limit: int) -> list[RecordVersion]:
         return self._ranged("position >= %s", [low], high, limit)
@@ -99,30 +110,38 @@ class OrmVersions(OrmPages):
     def _work_versions(
         self, work_id: str, low: int, high: int | None, limit: int
     ) -> list[RecordVersion]:
-        # "work_id <> ''": the partial index's condition, which SQLite needs spelled out.
-        where = "work_id = %s AND work_id <> '' AND position >= %s"
-        return self._ranged(where, [work_id, low], high, limit)
+        where = f"work_id = %s AND {_FILED} AND position >= %s"
+        return self._ranged(where, [work_id, low], high, limit, equal="work_id")
 
     def _first_versions(
-        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+        self,
+        low: int = 0,
+        work_id: str = "",
+        kind: VersionKind = "work",
+        seeks: Sequence[tuple[str, int]] = (),
     ) -> list[RecordVersion]:
-        # Each record's first row from ``low`` on, numbered per record by position.
-        first = (
-            f"SELECT {COLUMNS} FROM (SELECT {COLUMNS}, ROW_NUMBER() OVER "
-            "(PARTITION BY kind, record_id, key ORDER BY position) AS n "
-            f"FROM {schema.VERSION} WHERE {{where}} AND position >= %s) AS firsts WHERE n = 1"
-        )
         if work_id:
-            where = "work_id = %s AND work_id <> ''"
-            return [_version(r) for r in self._rows(first.format(where=where), [work_id, low])]
+            # The Work's rows from ``low`` on (its index), numbered per record.
+            sql = (
+                f"SELECT {COLUMNS} FROM (SELECT {COLUMNS}, ROW_NUMBER() OVER "
+                "(PARTITION BY kind, record_id, key ORDER BY position) AS n "
+                f"FROM {schema.VERSION} WHERE work_id = %s AND {_FILED} AND position >= %s) "
+                "AS firsts WHERE n = 1"
+            )
+            return [_version(r) for r in self._rows(sql, [work_id, low])]
+        # One seek of version_record per record, as one statement of LIMIT 1 reads: a
+        # window over an IN list would make SQLite walk the whole index.
+        one = (
+            f"SELECT * FROM (SELECT {COLUMNS} FROM {schema.VERSION} WHERE kind = %s "
+            "AND record_id = %s AND key = '' AND position >= %s "
+            "ORDER BY kind, record_id, key, position LIMIT 1) AS first{n}"
+        )
         out: list[RecordVersion] = []
-        step = self.dialect.max_params - 3
-        for start in range(0, len(ids), step):
-            chunk = list(ids[start : start + step])
-            marks = ", ".join(["%s"] * len(chunk))
-            where = f"kind = %s AND record_id IN ({marks}) AND key = ''"
-            sql = first.format(where=where)
-            out += [_version(r) for r in self._rows(sql, [kind, *chunk, low])]
+        for start in range(0, len(seeks), _PER_STATEMENT):
+            chunk = seeks[start : start + _PER_STATEMENT]
+            sql = " UNION ALL ".join(one.format(n=n) for n in range(len(chunk)))
+            params = [p for id, at in chunk for p in (kind, id, at)]
+            out += [_version(r) for r in self._rows(sql, params)]
         return out
 
     def _first_position_after(self, at: Nanos) -> int | None:

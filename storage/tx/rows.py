@@ -356,12 +356,16 @@ class ContractRows(ABC):
 
     @abstractmethod
     def _first_versions(
-        self, low: int, work_id: str = "", kind: VersionKind = "work", ids: Sequence[str] = ()
+        self,
+        low: int = 0,
+        work_id: str = "",
+        kind: VersionKind = "work",
+        seeks: Sequence[tuple[str, int]] = (),
     ) -> list[RecordVersion]:
-        """The first row at or after position ``low`` of each record: of every record
-        with rows of ``work_id`` (when given), else of the ``kind`` records ``ids``.
-        One read of the per-Work index, or of the per-record one (per ``max_params``
-        IDs); the cost follows the rows after ``low``, not the log."""
+        """The first row of each record from a position on: of every record with rows
+        of ``work_id`` from ``low`` (when given: one read of the per-Work index), else
+        of each ``kind`` record ID of ``seeks`` from its own position (one seek of the
+        per-record index each); the cost follows the rows read, not the log."""
 
     @abstractmethod
     def _first_position_after(self, at: Nanos) -> int | None:

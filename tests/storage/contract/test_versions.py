@@ -206,6 +206,13 @@ def test_a_works_changes_and_the_work_as_of_a_version(store: Store, clock: FakeC
     assert now.work.state is WorkState.READY
     assert [t.id for t in now.timers] == ["t1"]
     assert tx(store, lambda t: t.work_as_of("w1", 0)).work is None
+    later = tx(store, lambda t: t.later_versions("execution", [("x1", claimed), ("x2", last)]))
+    assert list(later) == ["x1"]
+    assert later["x1"].before.state is ExecutionState.RUNNING
+    assert later["x1"].version > claimed
+    fails(store, Invalid, lambda t: t.later_versions("kv", [("ns", 0)]), "KV later versions")
+    fails(store, Invalid, lambda t: t.later_versions("work", [("w", 0)] * 1001), "too many")
+    fails(store, Invalid, lambda t: t.later_versions("work", [("", 0)]), "empty ID")
     fails(store, Invalid, lambda t: t.work_versions(""), "empty Work ID")
     fails(store, Invalid, lambda t: t.work_as_of("w1", -1), "negative version")
     while tx(store, lambda t: t.prune_versions(2**62)):
