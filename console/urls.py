@@ -31,6 +31,7 @@ urlpatterns = [
     # could also be the Work page of an ID ending in "/compare".
     path("compare/<id:work_id>", compare.compare_attempts, name="compare_attempts"),
     path("causation/<id:work_id>", causation.work_causation, name="work_causation"),
+    path("changes", history.store_changes, name="changes"),
     path("changes/<id:work_id>", history.work_changes, name="work_changes"),
     path("works/<id:work_id>", works.work_detail, name="work_detail"),
     path("actions/cancel/<id:work_id>", operate.cancel_work, name="cancel_work"),

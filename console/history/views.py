@@ -1,20 +1,28 @@
-"""A Work in the past (``console.history.reads``): the Work page as of a moment
-(``/works/<id>?as_of=``, which ``works.views.work_detail`` hands here) and what
-changed in it between two moments (``/changes/<id>?from=&to=``)."""
+"""The store in the past (``console.history.reads``): the Work page as of a moment
+(``/works/<id>?as_of=``, which ``works.views.work_detail`` hands here), and what
+changed between two moments in one Work (``/changes/<id>?from=&to=``) or in the
+whole store (``/changes?from=&to=``)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from console.history.moments import SEQ_MAX, parse_moment
-from console.history.reads import read_work_changes, read_work_then
+from console.history.moments import SEQ_MAX, Moment, parse_moment
+from console.history.reads import (
+    Changes,
+    read_store_changes,
+    read_work_changes,
+    read_work_then,
+)
 from console.http import HtmxHttpRequest, page
 from console.urlstate import FilterError
 from storage import wall_clock
 
 THEN = "console/work_then.html"
-CHANGES = "console/work_changes.html"
+CHANGES = "console/changes.html"
 
 
 def work_then(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
@@ -29,10 +37,19 @@ def work_then(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     return render(request, THEN, {"page": then, "work": then.work_now, "work_id": work_id})
 
 
-@page
-def work_changes(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
-    """The transactions that changed a Work from ``?from=`` to ``?to=`` (default now),
-    a page at a time (``?after=<log position>``); bad input is the 400 page."""
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A changes page's query: ``from`` (required), ``to`` (None: now), ``after``
+    (a log position: the page's cursor), and each as typed, for the links."""
+
+    start: Moment
+    end: Moment | None
+    after: int
+    raw: dict[str, str]
+
+
+def parse_span(request: HtmxHttpRequest) -> Span:
+    """The span a changes page asks for; ``FilterError`` naming each bad part."""
     now = wall_clock()
     raw = {name: request.GET.get(name, "").strip() for name in ("from", "to", "after")}
     errors: dict[str, str] = {}
@@ -54,14 +71,44 @@ def work_changes(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
         else:
             after = int(raw["after"])
     if errors or start is None:
-        context = {"errors": errors, "work_id": work_id, "raw": raw}
-        return render(request, CHANGES, context, status=400)
-    changes = read_work_changes(work_id, start, end, after)
+        raise FilterError(errors)
+    return Span(start, end, after, raw)
+
+
+def _answer(request: HtmxHttpRequest, changes: Changes, span: Span, work_id: str) -> HttpResponse:
     if changes.start.version > changes.end.version:
-        context = {
-            "errors": {"to": "The end of the span comes before its start."},
-            "work_id": work_id,
-            "raw": raw,
-        }
+        errors = {"to": "The end of the span comes before its start."}
+        refused = {"errors": errors, "work_id": work_id, "raw": span.raw}
+        return render(request, CHANGES, refused, status=400)
+    context: dict[str, object] = {
+        "page": changes,
+        "work": changes.work,
+        "raw": span.raw,
+        "work_id": work_id,
+    }
+    return render(request, CHANGES, context)
+
+
+@page
+def work_changes(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
+    """The transactions that changed a Work from ``?from=`` to ``?to=`` (default now),
+    a page at a time (``?after=<log position>``); bad input is the 400 page."""
+    try:
+        span = parse_span(request)
+    except FilterError as exc:
+        context = {"errors": exc.errors, "work_id": work_id, "raw": {}}
         return render(request, CHANGES, context, status=400)
-    return render(request, CHANGES, {"page": changes, "work": changes.work, "raw": raw})
+    changes = read_work_changes(work_id, span.start, span.end, span.after)
+    return _answer(request, changes, span, work_id)
+
+
+@page
+def store_changes(request: HtmxHttpRequest) -> HttpResponse:
+    """Every record's changes from ``?from=`` to ``?to=``: Work, attempts, Waits,
+    Timers, Scopes and KV entries, a page at a time; bad input is the 400 page."""
+    try:
+        span = parse_span(request)
+    except FilterError as exc:
+        return render(request, CHANGES, {"errors": exc.errors, "work_id": ""}, status=400)
+    changes = read_store_changes(span.start, span.end, span.after)
+    return _answer(request, changes, span, "")

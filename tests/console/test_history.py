@@ -295,3 +295,46 @@ def test_an_anonymous_visitor_is_sent_to_sign_in(client):
     f.work("w1")
     assert client.get("/works/w1?as_of=v1").status_code == 302
     assert client.get("/changes/w1?from=v1").status_code == 302
+
+
+def test_the_store_wide_changes_name_scopes_kv_and_each_records_work(as_bob, story):
+    start = version()
+    f.scope("acme", name="Acme")
+    f.transact(lambda tx: tx.kv_put("cursors", "github", b'{"after": 41}'))
+    f.transact(lambda tx: tx.kv_put("cursors", "github", b'{"after": 42}'))
+    f.work("w2")
+    x = f.start("w2")
+    html = as_bob.get(f"/changes?from=v{start}").content.decode()
+    text = text_of(html)
+
+    assert "Scope acme created" in text
+    assert 'href="/dashboard/acme"' in html
+    assert "KV cursors / github created" in text
+    assert re.search(
+        r'KV cursors / github Field Before After value \{"after": 41\} \{"after": 42\}', text
+    )
+    assert "Work w2 created" in text
+    assert 'href="/works/w2?as_of=v' in html
+    assert "attempt 1 of Work w2 created" in text
+    assert f'href="/attempts/{x.id}"' in html
+    assert "charge-1" not in text  # before the start
+
+
+def test_a_store_wide_page_reads_at_most_a_page_of_records(as_bob, django_assert_num_queries):
+    """BEGIN, the clock, the start (3) and the end (2), the page's rows, a seek
+    statement for its Work, a point read of each Work unchanged since (at most a
+    page of them), COMMIT: bounded by the page, not by the store."""
+    start = version()
+    for i in range(60):
+        f.work(f"w{i:02}")
+    with django_assert_num_queries(10 + CHANGES_PAGE, connection=connections["view"]):
+        response = as_bob.get(f"/changes?from=v{start}")
+    assert response.status_code == 200
+    assert response.content.decode().count('class="change"') == CHANGES_PAGE
+
+
+@pytest.mark.parametrize("query", ["", "from=soon", "from=v1&to=%231x", "from=v1&after=x"])
+def test_bad_store_wide_input_is_a_400_page(as_bob, query):
+    response = as_bob.get(f"/changes?{query}")
+    assert response.status_code == 400
+    assert 'class="field-error"' in response.content.decode()
