@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from console.dashboard.context import dashboard_context
 from console.dashboard.reads import parse_window, read_dashboard
 from console.errors import error_page
+from console.history.views import dashboard_then
 from console.http import HtmxHttpRequest, page, render_region
 from console.polling import seen_stamp, unchanged
 from console.urlstate import FilterError
@@ -16,7 +17,10 @@ from console.urlstate import FilterError
 @page
 def dashboard(request: HtmxHttpRequest, scope_id: str | None = None) -> HttpResponse:
     """Is anything wrong right now, and since when: live figures, the window's
-    series, and the lists an operator acts on, every chart linked to its list."""
+    series, and the lists an operator acts on, every chart linked to its list; the
+    Work counts as they were at a moment with ``?as_of=`` (``console.history``)."""
+    if "as_of" in request.GET:
+        return dashboard_then(request, scope_id or "")
     try:
         raw = request.GET.get("window", "")
         window = parse_window(raw) if raw else None

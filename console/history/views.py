@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from console.history.counts import SINCE_MAX, read_counts_then
 from console.history.moments import SEQ_MAX, Moment, parse_moment
 from console.history.reads import (
     Changes,
@@ -22,7 +23,24 @@ from console.urlstate import FilterError
 from storage import wall_clock
 
 THEN = "console/work_then.html"
+COUNTS = "console/dashboard_then.html"
 CHANGES = "console/changes.html"
+
+
+def dashboard_then(request: HtmxHttpRequest, scope_id: str) -> HttpResponse:
+    """A dashboard's Work counts at ``?as_of=`` beside now; a bad moment is the 400
+    page, an unknown Scope counts nothing (as its dashboard does)."""
+    context: dict[str, object] = {
+        "scope_id": scope_id,
+        "as_of": request.GET["as_of"],
+        "since_max": SINCE_MAX,
+    }
+    try:
+        moment = parse_moment(request.GET["as_of"], "as_of", wall_clock())
+    except FilterError as exc:
+        return render(request, COUNTS, {**context, "errors": exc.errors}, status=400)
+    counts = read_counts_then(scope_id, moment)
+    return render(request, COUNTS, {**context, "page": counts})
 
 
 def work_then(request: HtmxHttpRequest, work_id: str) -> HttpResponse:

@@ -338,3 +338,44 @@ def test_bad_store_wide_input_is_a_400_page(as_bob, query):
     response = as_bob.get(f"/changes?{query}")
     assert response.status_code == 400
     assert 'class="field-error"' in response.content.decode()
+
+
+def test_a_dashboards_counts_as_of_a_moment(as_bob, story):
+    """As of the moment charge-1 parked: it was waiting, the other Work of acme did
+    not exist yet; now both are elsewhere. Store-wide and for a Scope's subtree."""
+    f.scope("acme")
+    f.scope("acme-eu", parent="acme")
+    f.work("eu-1", scope_id="acme-eu")
+    before_eu2 = version()
+    f.completed("eu-2", scope_id="acme-eu")
+    f.work("elsewhere")
+    text = text_of(as_bob.get(f"/dashboard?as_of=%23{story['parked']}").content.decode())
+    assert re.search(r"waiting 1 0", text)  # charge-1 then, and now
+    assert re.search(r"completed 0 2", text)  # charge-1 and eu-2 completed since
+    scoped = as_bob.get(f"/dashboard/acme?as_of=v{before_eu2}").content.decode()
+    text = text_of(scoped)
+    assert "In Scope acme and the 1 below it." in text
+    assert re.search(r"ready 1 1", text)  # eu-1, then and now
+    assert re.search(r"completed 0 1", text)  # eu-2, created since
+    assert 'href="/changes?from=v' in scoped
+    assert "Work counts as of" in as_bob.get("/dashboard").content.decode()  # the form
+
+
+@pytest.mark.parametrize("query", ["as_of=", "as_of=later", "as_of=%23-1"])
+def test_a_bad_dashboard_moment_is_a_400_page(as_bob, query):
+    response = as_bob.get(f"/dashboard?{query}")
+    assert response.status_code == 400
+    assert 'class="field-error"' in response.content.decode()
+
+
+def test_counting_back_past_the_cap_is_refused_in_words(as_bob, monkeypatch):
+    from console.history import counts
+
+    monkeypatch.setattr(counts, "STEP", 5)
+    monkeypatch.setattr(counts, "SINCE_MAX", 10)
+    start = version()
+    for i in range(12):
+        f.work(f"w{i}")
+    text = text_of(as_bob.get(f"/dashboard?as_of=v{start}").content.decode())
+    assert "More has changed since that moment than a page counts back through" in text
+    assert "Work by state" not in text

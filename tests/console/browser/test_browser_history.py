@@ -1,7 +1,7 @@
 """A Work in the past, in Chromium (issue 32): an operator on a Work's page opens it as
 of an Event three attempts ago and sees the attempt count, state and Waits of that
 moment, then as of the moment it parked, then what changed since: each transaction
-with its Event, actor and fields. No sideways scroll at 360 px, axe-clean in both
+with its Event, actor and fields; then the dashboard's counts as of that moment. No sideways scroll at 360 px, axe-clean in both
 themes, the way back to now on every page."""
 
 import re
@@ -149,4 +149,15 @@ def test_a_work_as_of_an_event_three_attempts_ago_and_what_changed_since(
     page.get_by_role("link", name="Back to now").click()
     page.wait_for_url(re.compile(r"/works/charge[^?]*$"))
     expect(page.locator("h1")).to_contain_text("completed")
+
+    # The dashboard's counts as of the moment it parked, from its form.
+    parked = f.transact(lambda tx: tx.event("parked").sequence)
+    page.goto(f"{live_server.url}/dashboard")
+    page.get_by_label("Work counts as of").fill(f"#{parked}")
+    page.get_by_role("button", name="Show then").click()
+    page.wait_for_url(re.compile(r"/dashboard\?as_of=%23\d+$"))
+    expect(page.locator(".banner-past")).to_contain_text("Work counts as they were at")
+    waiting = page.locator("tr", has=page.locator("th", has_text="waiting"))
+    expect(waiting.locator("td").first).to_have_text("1")
+    assert fits_and_passes_axe(page) == []
     assert console_errors == []
