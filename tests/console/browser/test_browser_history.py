@@ -1,8 +1,9 @@
 """A Work in the past, in Chromium (issue 32): an operator on a Work's page opens it as
 of an Event three attempts ago and sees the attempt count, state and Waits of that
 moment, then as of the moment it parked, then what changed since: each transaction
-with its Event, actor and fields; then the dashboard's counts as of that moment. No sideways scroll at 360 px, axe-clean in both
-themes, the way back to now on every page."""
+with its Event, actor and fields; then the dashboard's counts as of that moment. No
+sideways scroll at 360 px, axe-clean in both themes, the way back to now on every
+page."""
 
 import re
 from dataclasses import replace
