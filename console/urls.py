@@ -9,6 +9,7 @@ from console.events import views as events
 from console.history import views as history
 from console.http import by_method
 from console.keys import views as keys
+from console.kv import views as kv
 from console.metrics import views as metrics
 from console.operate import bulk
 from console.operate import views as operate
@@ -60,6 +61,8 @@ urlpatterns = [
     path("timers", runtime.timers, name="timers"),
     path("timers/ahead", runtime.timers_ahead, name="timers_ahead"),
     path("scopes", runtime.scopes, name="scopes"),
+    # Namespaces, keys and prefixes travel in the query string (console/kv/filters.py).
+    path("kv", kv.kv_inspector, name="kv"),
     path("run-records", run_records.run_record_list, name="run_records"),
     path("run-records/<id:run_id>", run_records.run_record_detail, name="run_record"),
     # The section's URLs before the rename (issue 33): moved permanently, path and query kept.

@@ -4,7 +4,8 @@ Filters live in the query string so any view can be bookmarked and shared. This
 module holds what the lists share: ``querystring`` (the one way a link is written),
 keyset keys (``<time ns>.<ID>``), the ``since``/``until`` time bounds (a UTC time, an
 ISO 8601 instant, or a duration back from now; ``since`` inclusive, ``until``
-exclusive), the page size, short text fields, and ``FilterError``, which names each
+exclusive), the page size, short text fields, names taken as given (``storable``),
+and ``FilterError``, which names each
 bad parameter for the form. Each page's own filter sits beside its views.
 """
 
@@ -23,6 +24,7 @@ PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
 TIME_FILTERS = ("since", "until")
 MAX_TEXT = 255
+MAX_ID_BYTES = 255  # an ID's limit in UTF-8 (storage.tx.fields.ID_MAX_BYTES)
 _DURATION = re.compile(r"^(\d{1,6})([smhd])$")
 _LOST_PLUS = re.compile(r"^(.+[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:?\d{2})$")
 _UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -124,6 +126,20 @@ def parse_times(
     if since_ns is not None and until_ns is not None and until_ns <= since_ns:
         errors["until"] = UNTIL_AFTER_SINCE
     return out
+
+
+def storable(name: str, raw: str, errors: dict[str, str], most: int = MAX_ID_BYTES) -> str:
+    """A name exactly as given (an ID, a kind, a KV key: a space at either end is part
+    of it), within what the storage rules take: valid Unicode, no NUL, at most
+    ``most`` bytes of UTF-8; else "" and the reason in ``errors``."""
+    try:
+        size = len(raw.encode("utf-8"))
+    except UnicodeEncodeError:  # an unpaired surrogate
+        size = most + 1
+    if "\x00" in raw or size > most:
+        errors[name] = f"{name} is at most {most} bytes of UTF-8, without NUL."
+        return ""
+    return raw
 
 
 def parse_size(data: Mapping[str, str], errors: dict[str, str]) -> int:

@@ -89,7 +89,7 @@ from .records import (
     WorkQuery,
     WorkState,
 )
-from .versions import PRUNE_BATCH, RecordAt, RecordVersion, VersionKind, WorkAsOf
+from .versions import PRUNE_BATCH, KvAsOf, RecordAt, RecordVersion, VersionKind, WorkAsOf
 
 __all__ = [
     "KV_VALUE_LIMIT",
@@ -124,6 +124,7 @@ __all__ = [
     "IdKind",
     "IdMatch",
     "Invalid",
+    "KvAsOf",
     "LeaseKey",
     "LeaseRef",
     "Nanos",

@@ -36,7 +36,7 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
-from .versions import PRUNE_BATCH, RecordAt, RecordVersion, VersionKind, WorkAsOf
+from .versions import PRUNE_BATCH, KvAsOf, RecordAt, RecordVersion, VersionKind, WorkAsOf
 
 if TYPE_CHECKING:  # storage.run_records builds on this module
     from .run_records.records import DurableRunRecord, RunQuery, StoredRun
@@ -312,7 +312,17 @@ class Tx(Protocol):
     def kv_get(self, namespace: str, key: str) -> bytes: ...
     def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
     def kv_delete(self, namespace: str, key: str) -> None: ...
-    def kv_list(self, namespace: str, prefix: str = "") -> list[tuple[str, bytes]]: ...
+    def kv_list(
+        self, namespace: str, prefix: str = "", after: str = "", limit: int = 0
+    ) -> list[tuple[str, bytes]]:
+        """(key, value) of ``namespace`` whose key starts with ``prefix``, by key in
+        binary order, after the key ``after`` (a keyset cursor), at most ``limit``."""
+        ...
+
+    def kv_namespaces(self, after: str = "", limit: int = 0) -> list[str]:
+        """The namespaces holding at least one key, in binary order, after ``after``,
+        at most ``limit`` (0: all): one index seek per namespace returned."""
+        ...
 
     # The record-version log (storage/versions.py) ----------------------------------
     def version_horizon(self) -> int:
@@ -343,6 +353,13 @@ class Tx(Protocol):
 
     def record_as_of(self, kind: VersionKind, id: str, version: int, key: str = "") -> RecordAt:
         """The record (a KV entry's bytes) as it was once ``version`` had committed."""
+        ...
+
+    def kv_list_as_of(
+        self, namespace: str, version: int, prefix: str = "", after: str = "", limit: int = 0
+    ) -> KvAsOf:
+        """``kv_list`` as it was once ``version`` had committed (deleted keys included);
+        ``known`` False below the horizon."""
         ...
 
     def work_versions(

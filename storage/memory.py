@@ -404,12 +404,19 @@ class MemoryTx(BaseTx):
         if before is not None:
             self._note_before("kv", namespace, key, before)
 
-    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
-        return sorted(
+    def _kv_list(
+        self, namespace: str, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, bytes]]:
+        found = sorted(
             (k, v)
             for (ns, k), v in self.state.kv.items()
-            if ns == namespace and k.startswith(prefix)
+            if ns == namespace and k.startswith(prefix) and k > after
         )
+        return found[:limit] if limit else found
+
+    def _kv_namespaces(self, after: str, limit: int) -> list[str]:
+        found = sorted({ns for ns, _ in self.state.kv if ns > after})
+        return found[:limit] if limit else found
 
     # -- the record-version log ---------------------------------------------------
     def _append_versions(
@@ -481,6 +488,17 @@ class MemoryTx(BaseTx):
             elif r.kind == kind and r.key == "" and r.position >= lows.get(r.id, VERSION_END):
                 first.setdefault((r.kind, r.id, r.key), r)
         return [r.public() for r in first.values()]
+
+    def _kv_first_versions(
+        self, namespace: str, low: int, prefix: str, after: str, limit: int
+    ) -> list[RecordVersion]:
+        first: dict[str, _VersionRow] = {}
+        for r in self.state.versions:
+            mine = r.kind == "kv" and r.id == namespace and r.position >= low
+            if mine and r.key.startswith(prefix) and r.key > after:
+                first.setdefault(r.key, r)
+        found = [first[key].public() for key in sorted(first)]
+        return found[:limit] if limit else found
 
     def _first_position_after(self, at: Nanos) -> int | None:
         return next((r.position for r in self.state.versions if r.at > at), None)

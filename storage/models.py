@@ -387,7 +387,9 @@ class WaitRow(_Row):
 
 
 class KVRow(_Row):
-    namespace = models.CharField(max_length=255)
+    # Binary order (migration 0025): ``kv_namespaces`` pages namespaces by seeks
+    # over the ``kv_key`` index, which must hold them in the order the contract gives.
+    namespace = BinaryCharField(max_length=255)
     key = BinaryCharField(max_length=1024)
     value = models.BinaryField()
 

@@ -80,5 +80,15 @@ class WorkAsOf:
     known: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class KvAsOf:
+    """A namespace's KV entries as they were once a version had committed
+    (``Tx.kv_list_as_of``): (key, value) pairs by key; ``known`` False when the
+    version is older than the log's horizon (``entries`` empty then)."""
+
+    entries: list[tuple[str, bytes]]
+    known: bool = True
+
+
 # How many rows one ``prune_versions`` call deletes at most (a transaction's worth).
 PRUNE_BATCH = 5000

@@ -16,7 +16,15 @@ from typing import Any
 
 from django.http import QueryDict
 
-from console.urlstate import TIME_FILTERS, FilterError, cleared, parse_times, querystring, text
+from console.urlstate import (
+    TIME_FILTERS,
+    FilterError,
+    cleared,
+    parse_times,
+    querystring,
+    storable,
+    text,
+)
 from storage import CorrelationKey
 
 EVENT_PAGE_SIZE = 50
@@ -139,10 +147,7 @@ def parse_event_filter(data: QueryDict, now_ns: int | None = None) -> tuple[Even
 def key_part(name: str, raw: str, errors: dict[str, str]) -> str:
     """A correlation key's source or ID exactly as given (not stripped: a key may start
     or end with a space), within what the store accepts: no NUL, at most 255 bytes."""
-    if "\x00" in raw or len(raw.encode("utf-8", "surrogatepass")) > KEY_BYTES:
-        errors[name] = f"{name} is at most {KEY_BYTES} bytes of UTF-8, without NUL."
-        return ""
-    return raw
+    return storable(name, raw, errors, KEY_BYTES)
 
 
 def _cursor(data: QueryDict, errors: dict[str, str]) -> dict[str, int]:

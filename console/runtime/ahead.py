@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from django.http import QueryDict
 
 from console.charts import ColumnChart, Series, columns
-from console.runtime.filters import MAX_SCOPE_BYTES
-from console.urlstate import DEFAULT_PAGE_SIZE, FilterError, format_key, parse_size, querystring
+from console.urlstate import (
+    DEFAULT_PAGE_SIZE,
+    FilterError,
+    format_key,
+    parse_size,
+    querystring,
+    storable,
+)
 from storage import WorkKey
 
 MINUTE, HOUR = 60 * 10**9, 3600 * 10**9
@@ -82,25 +88,14 @@ class AheadFilter:
         return self.querystring([("after", format_key(WorkKey(time, LAST_ID)))])
 
 
-def _storable(name: str, raw: str, errors: dict[str, str]) -> str:
-    """``raw`` as typed, spaces too (any ID or kind the store accepts), or an error."""
-    try:
-        size = len(raw.encode("utf-8"))
-    except UnicodeEncodeError:
-        size = MAX_SCOPE_BYTES + 1
-    if "\x00" in raw or size > MAX_SCOPE_BYTES:
-        errors[name] = f"{name} is at most {MAX_SCOPE_BYTES} bytes of text, no NUL."
-    return raw
-
-
 def parse_ahead_filter(data: QueryDict) -> AheadFilter:
     """The page's URL; FilterError naming every bad parameter."""
     errors: dict[str, str] = {}
     window = data.get("window", "") or DEFAULT_WINDOW
     if window not in WINDOWS:
         errors["window"] = f"window is 1h (the next hour) or 24h (the next day), not {window!r}."
-    scope = _storable("scope", data.get("scope", ""), errors)
-    kind = _storable("kind", data.get("kind", "").strip(), errors)
+    scope = storable("scope", data.get("scope", ""), errors)
+    kind = storable("kind", data.get("kind", "").strip(), errors)
     size = parse_size(data, errors)
     if errors:
         raise FilterError(errors)

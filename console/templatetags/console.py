@@ -257,6 +257,7 @@ _SECTIONS = {
     "artifact": "executions",
     "waits": "waits",
     "timers": "timers",
+    "kv": "kv",
     "scopes": "scopes",
     "run_records": "run_records",
     "run_record": "run_records",

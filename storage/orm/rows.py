@@ -29,6 +29,7 @@ from ..records import (
     Work,
 )
 from ..run_records.query import RunRow
+from ..tx.kv import LIMIT_MAX
 from . import schema
 from . import series_tally as series_sql
 from . import tally as tally_sql
@@ -39,6 +40,18 @@ from .versions import OrmVersions
 from .writebehind import RECENT, CachedRow, WriteBehind
 
 _SET_META = f"UPDATE {schema.META} SET value = %s WHERE key = %s"
+# ``_kv_namespaces``: the first namespace after the cursor, then the first after each
+# one found, while one is found and fewer than the limit are (PostgreSQL's wiki calls
+# it a loose index scan; SQLite runs the same text).
+_KV_NAMESPACES = (
+    "WITH RECURSIVE found (namespace, n) AS ("
+    f" SELECT (SELECT MIN(namespace) FROM {schema.KV} WHERE namespace > %s), CAST(1 AS BIGINT)"
+    " UNION ALL"
+    f" SELECT (SELECT MIN(kv.namespace) FROM {schema.KV} AS kv"
+    " WHERE kv.namespace > found.namespace), n + 1"
+    " FROM found WHERE found.namespace IS NOT NULL AND n < %s"
+    ") SELECT namespace FROM found WHERE namespace IS NOT NULL ORDER BY n"
+)
 
 
 def parse_clock(value: str | None) -> tuple[Nanos, int]:
@@ -429,18 +442,30 @@ class OrmTx(OrmVersions):
             f"DELETE FROM {schema.KV} WHERE namespace = %s AND key = %s", [namespace, key]
         )
 
-    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
+    def _kv_list(
+        self, namespace: str, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, bytes]]:
         # Not key__startswith: SQLite's LIKE ignores case. A range scan in binary
-        # order, stopped at the first key past the prefix, is exact and indexed.
+        # order, stopped at the first key past the prefix, is exact and indexed. The
+        # keys past the prefix sort after every key in it, so a LIMIT they count
+        # against still returns the prefix's first ``limit`` keys.
         out: list[tuple[str, bytes]] = []
         self.flush()
-        kv = KVRow.objects.using(self.alias).filter(namespace=namespace)
-        rows = kv.filter(key__gte=prefix).order_by("key")
-        for key, value in rows.values_list("key", "value").iterator():
+        kv = KVRow.objects.using(self.alias).filter(namespace=namespace, key__gte=prefix)
+        rows = (kv.filter(key__gt=after) if after else kv).order_by("key")
+        for key, value in (rows[:limit] if limit else rows).values_list("key", "value").iterator():
             if not key.startswith(prefix):
                 break
             out.append((key, bytes(value)))
         return out
+
+    def _kv_namespaces(self, after: str, limit: int) -> list[str]:
+        # A loose index scan: each step is one MIN seek of the kv_key (namespace, key)
+        # index past the namespace before it, so a page of n namespaces costs n seeks
+        # whatever the keys under them (a DISTINCT would read every key). The column
+        # is binary on both engines (migration 0025), so the index's order is the
+        # contract's. One statement; ``limit`` bounds the recursion, not just the result.
+        return self._column(_KV_NAMESPACES, [after, limit or LIMIT_MAX])
 
     # -- run records ----------------------------------------------------------------
     def _put_run_row(self, row: RunRow, expected: int) -> None:

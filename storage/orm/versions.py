@@ -144,6 +144,30 @@ class OrmVersions(OrmPages):
             out += [_version(r) for r in self._rows(sql, params)]
         return out
 
+    def _kv_first_versions(
+        self, namespace: str, low: int, prefix: str, after: str, limit: int
+    ) -> list[RecordVersion]:
+        # The version_record index holds a namespace's rows by key, then position: the
+        # window numbers each key's rows in that order, so no sort is needed. Keys past
+        # the prefix sort after all of its keys (a LIMIT they count against still
+        # returns the prefix's first keys): the scan stops at the first.
+        sql = (
+            f"SELECT {COLUMNS} FROM (SELECT {COLUMNS}, ROW_NUMBER() OVER "
+            "(PARTITION BY key ORDER BY position) AS n "
+            f"FROM {schema.VERSION} WHERE kind = 'kv' AND record_id = %s AND key >= %s "
+            "AND key > %s AND position >= %s) AS firsts WHERE n = 1 ORDER BY key"
+        )
+        params: list[Any] = [namespace, prefix, after, low]
+        if limit:
+            sql += " LIMIT %s"
+            params.append(limit)
+        out: list[RecordVersion] = []
+        for row in self._rows(sql, params):
+            if not row[4].startswith(prefix):
+                break
+            out.append(_version(row))
+        return out
+
     def _first_position_after(self, at: Nanos) -> int | None:
         sql = (
             f"SELECT position FROM {schema.VERSION} WHERE at_ns > %s "

@@ -211,8 +211,18 @@ class ContractRows(ABC):
         """Remove (namespace, key); absent is not an error."""
 
     @abstractmethod
-    def _kv_list(self, namespace: str, prefix: str) -> list[tuple[str, bytes]]:
-        """(key, value) pairs of ``namespace`` whose key starts with ``prefix``, by key."""
+    def _kv_list(
+        self, namespace: str, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, bytes]]:
+        """(key, value) pairs of ``namespace`` whose key starts with ``prefix`` and
+        sorts after ``after``, by key in binary order, at most ``limit`` (0: all). One
+        range read of the ``(namespace, key)`` index, stopped at the prefix's end."""
+
+    @abstractmethod
+    def _kv_namespaces(self, after: str, limit: int) -> list[str]:
+        """The distinct namespaces of KV entries after ``after``, in binary order, at
+        most ``limit`` (0: all). An index read whatever the number of keys: one seek
+        of the ``(namespace, key)`` index per namespace returned."""
 
     # -- run records ----------------------------------------------------------------
     @abstractmethod
@@ -366,6 +376,15 @@ class ContractRows(ABC):
         of ``work_id`` from ``low`` (when given: one read of the per-Work index), else
         of each ``kind`` record ID of ``seeks`` from its own position (one seek of the
         per-record index each); the cost follows the rows read, not the log."""
+
+    @abstractmethod
+    def _kv_first_versions(
+        self, namespace: str, low: int, prefix: str, after: str, limit: int
+    ) -> list[RecordVersion]:
+        """The first row at or after position ``low`` of each KV entry of ``namespace``
+        whose key starts with ``prefix`` and sorts after ``after``: by key in binary
+        order, at most ``limit`` (0: all). One read of the per-record index; the cost
+        follows those keys' rows after ``low``."""
 
     @abstractmethod
     def _first_position_after(self, at: Nanos) -> int | None:

@@ -21,6 +21,7 @@ from ..tables import RECORD_CLASSES
 from ..versions import (
     PRUNE_BATCH,
     VERSION_KINDS,
+    KvAsOf,
     RecordAt,
     RecordVersion,
     VersionKind,
@@ -28,6 +29,7 @@ from ..versions import (
 )
 from . import fields
 from .base import TxBase
+from .kv import key_listing
 
 # A version's rows are numbered within it: position = version << SHIFT | index, so
 # the log's order is (version, index) and a version range is a position range.
@@ -151,6 +153,44 @@ class VersionRules(TxBase):
         if kind == "kv":
             return RecordAt(self._kv_get(id, key))
         return RecordAt(self._get(kind, id))
+
+    def kv_list_as_of(
+        self, namespace: str, version: int, prefix: str = "", after: str = "", limit: int = 0
+    ) -> KvAsOf:
+        """``kv_list`` as it was once ``version`` had committed: the entries of
+        ``namespace`` then, keys starting with ``prefix``, by key in binary order,
+        after ``after``, at most ``limit`` (0: all). An entry then is a key no later
+        transaction changed, with its value now, or one a later transaction changed
+        (deleted included), with its state before its first later change, when that
+        was a value. Queries per batch: the keys now and the changed keys' first rows
+        after the version, each one read of an index; one batch unless keys created
+        after the version fill it."""
+        self._check()
+        limit = key_listing(namespace, prefix, after, limit)
+        version = _bounded(version, "version")
+        if version < self._version_horizon():
+            return KvAsOf([], known=False)
+        low = first_position(version + 1)
+        out: list[tuple[str, bytes]] = []
+        while True:
+            now = dict(self._kv_list(namespace, prefix, after, limit))
+            firsts = self._kv_first_versions(namespace, low, prefix, after, limit)
+            changed = {r.key: r.before for r in firsts}
+            # A full batch may go on past its last key: the two are merged whole up to
+            # the lower of the full ones' last keys, and read again after it.
+            full = [max(keys) for keys in (now, changed) if limit and len(keys) == limit]
+            bound = min(full) if full else None
+            for key in sorted(now.keys() | changed.keys()):
+                if bound is not None and key > bound:
+                    break
+                value = changed[key] if key in changed else now[key]
+                if value is not None:
+                    out.append((key, value))
+                    if len(out) == limit:
+                        return KvAsOf(out)
+            if bound is None:
+                return KvAsOf(out)
+            after = bound
 
     def work_versions(
         self, work_id: str, *, after: int = 0, upto: int = 0, start: int = 0, limit: int = 0

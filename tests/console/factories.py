@@ -18,6 +18,7 @@ from storage import (
     Execution,
     ExecutionState,
     Guard,
+    LeaseRef,
     Outcome,
     OutcomeKind,
     Payload,
@@ -30,6 +31,7 @@ from storage import (
     Work,
     WorkState,
     seconds,
+    view,
 )
 from storage.default import default_artifacts, default_store
 
@@ -346,3 +348,38 @@ def exhausted_many(work_ids: Sequence[str], *, kind: str = KIND, per_tx: int = 5
 
     for start in range(0, len(work_ids), per_tx):
         transact(batch(work_ids[start : start + per_tx]))
+
+
+def kv(
+    namespace: str,
+    entries: dict[str, bytes | None],
+    *,
+    by: Execution | None = None,
+    event: str = "",
+    actor: str = "",
+) -> int:
+    """One transaction writing KV ``entries`` (None deletes the key), under the lease of
+    the running attempt ``by`` (else the control plane), accepting the Event ``event``
+    first when given (by ``actor``); returns the store version it committed as."""
+    lease = LeaseRef(by.id, by.owner, by.epoch) if by is not None else None
+
+    def run(tx: Tx) -> None:
+        if event:
+            tx.accept_event(
+                Event(
+                    id=event,
+                    source="core.action" if actor else "test.kv",  # only they keep an actor
+                    delivery_id=f"d-{event}",
+                    type="kv.written",
+                    work_id=by.work_id if by is not None else "",
+                    actor=actor,
+                )
+            )
+        for key, value in entries.items():
+            if value is None:
+                tx.kv_delete(namespace, key)
+            else:
+                tx.kv_put(namespace, key, value)
+
+    default_store().transact(Guard(lease=lease), run)
+    return view(default_store(), None, lambda tx: tx.store_version())

@@ -43,13 +43,15 @@ def digest() -> dict[str, str]:
 @pytest.fixture
 def seeded(django_user_model):
     """Work in every state with Events, attempts, an artifact, Waits, Timers, Scopes,
-    errors, an operator's action, run records, routed workflows, deployments, aliases,
-    and a saved view: the IDs each route's placeholders take."""
+    errors, an operator's action, KV entries, run records, routed workflows,
+    deployments, aliases, and a saved view: the IDs each route's placeholders take."""
     f.scope("acme", name="Acme")
     f.scope("acme/eu", parent="acme")
     f.event("e1", work_id="", scope_id="acme", data={"order": 1}, keys=[("shop", "o-1")])
     f.parked("w-parked", scope_id="acme/eu")
-    f.running("w-running", scope_id="acme")
+    running_x = f.running("w-running", scope_id="acme")
+    f.kv("recon/shop", {"cursor": b'{"page": 1}', "seen": b"\x00\x01"}, by=running_x, event="e-kv")
+    f.kv("recon/shop", {"cursor": b'{"page": 2}'})
     f.backoff("w-backoff", message="upstream 502 for order 17")
     f.exhausted("w-exhausted", message="upstream 502 for order 18")
     f.failed("w-failed", message="card declined")

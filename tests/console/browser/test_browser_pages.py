@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -31,6 +32,7 @@ GRAVE = ("serious", "critical")
 UUID = "3f2b8c1e-9d4a-4e7b-b6c2-5a1f0e9d8c7b"
 DIGEST = "sha256-" + "9c1f" * 16
 DOTTED = "tenant.acme-industries.eu-west-1.billing.invoice-run.2026-12-01T03:00:00Z"
+KV_NAMESPACE = f"recon/{DOTTED}"
 
 # slow: each size walks about 30 pages with two axe passes each (axe reads the whole
 # document); 4 minutes a size with the machine at load 16, far less on an idle one.
@@ -59,6 +61,13 @@ def seed() -> dict[str, str]:
                 f.work(work_id, **kw)
         f.event(f"ev-{i:03d}-{UUID}", work_id=work_id, data={"ref": DIGEST}, route="routed")
     f.running("expired-lease-" + UUID, lease=0.001)  # expired by the time a page reads it
+    # KV under the running Work's lease, then changed by the control plane: a long JSON
+    # cursor, bytes, a long key; the inspector's "before it" opens the first write.
+    writer = f.transact(lambda tx: tx.live_executions(DIGEST)[0])
+    cursor = {"since": DOTTED, "etag": DIGEST, "pages": list(range(40))}
+    first = {f"cursor/{UUID}": json.dumps(cursor).encode(), "fingerprint": bytes(range(64))}
+    f.kv(KV_NAMESPACE, first | {f"observed/{DOTTED}": b"open"}, by=writer, event="ev-kv")
+    f.kv(KV_NAMESPACE, {f"cursor/{UUID}": b'{"page": 2}', f"observed/{DOTTED}": None})
     f.timer(f"timer-{UUID}", work_id=UUID, fire_in=-120)
     f.backoff("backoff-" + DIGEST)
     for n in range(3):  # the bulk-result page retries these, last, touching nothing else
@@ -93,6 +102,11 @@ class Visit:
     path: str
     then: Callable[[object], None] | None = None  # what to do on the page before checking
     signed_in: bool = True
+
+
+def open_before_last_write(page) -> None:
+    page.locator("#kv-keys a", has_text="before it").first.click()
+    page.wait_for_selector("#kv-then")
 
 
 def open_inline_confirmation(page) -> None:
@@ -135,6 +149,11 @@ PAGES = {
     "timers to come": Visit("/timers/ahead?window=24h&scope=acme&kind=billing.charge"),
     "waits, a later page": Visit("/waits?size=25&after=1.a"),
     "scopes": Visit("/scopes"),
+    "kv namespaces": Visit("/kv"),
+    "kv keys": Visit("/kv?" + urlencode({"namespace": KV_NAMESPACE})),
+    "kv keys as of a version": Visit(
+        "/kv?" + urlencode({"namespace": KV_NAMESPACE}), open_before_last_write
+    ),
     "errors": Visit("/errors"),
     "runs": Visit("/run-records"),
     "run page": Visit(f"/run-records/checkout/{UUID}"),

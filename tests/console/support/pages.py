@@ -114,6 +114,13 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "account/tokens/<int:pk>/revoke": [({}, "", 405)],
     "healthz": [({}, "", 200)],
     "timers/ahead": [({}, "", 200), ({}, "window=24h&scope=acme&kind=billing.charge", 200)],
+    # The namespaces, a namespace's keys (the no-GET-writes seed writes "recon/shop"
+    # under w-running's lease), and the namespace as of the store's first version.
+    "kv": [
+        ({}, "", 200),
+        ({}, "namespace=recon%2Fshop&prefix=cursor", 200),
+        ({}, "namespace=recon%2Fshop&as_of=1", 200),
+    ],
     "readyz": [({}, "", 200)],
     # The test client's address is 127.0.0.1, a default allowed network: a full scrape.
     "metrics": [({}, "", 200)],

@@ -136,3 +136,110 @@ def test_kv_value_limit(store: Store, clock: FakeClock) -> None:
     )
     assert [k for k, _ in tx(store, lambda t: t.kv_list("ns"))] == ["max"], "KV-07: stored"
     assert len(tx(store, lambda t: t.kv_get("ns", "max"))) == KV_VALUE_LIMIT, "KV-07: truncated"
+
+
+# ---------------------------------------------------------------------------------
+# Listing namespaces and paging keys (issue 32: the console's KV inspector)
+# ---------------------------------------------------------------------------------
+
+# Names whose binary order differs from a linguistic one (case, punctuation, accents,
+# digits), as tests/storage/orm/test_postgres.py orders IDs.
+TRICKY = ["B", "a", "a-b", "ab", "a_b", "A", "Z", "z", "é", "e", "a b", "a.b", "10", "9", "a/b"]
+
+
+def test_kv_namespaces_are_the_distinct_namespaces_in_binary_order(
+    store: Store, clock: FakeClock
+) -> None:
+    """Each namespace holding a key once, whatever its number of keys, in code point
+    (UTF-8 byte) order; a namespace whose last key is deleted is gone."""
+
+    def keys(n: int) -> list[str]:
+        return [f"k{k}" for k in range(n % 3 + 1)]
+
+    tx(store, lambda t: [t.kv_put(ns, k, b"v") for n, ns in enumerate(TRICKY) for k in keys(n)])
+    assert tx(store, lambda t: t.kv_namespaces()) == sorted(TRICKY)
+    gone = {"é": keys(TRICKY.index("é")), "a": keys(TRICKY.index("a"))}
+    tx(store, lambda t: t.kv_delete("a", "k0"))  # one key of two: still listed
+    assert "a" in tx(store, lambda t: t.kv_namespaces())
+    tx(store, lambda t: [t.kv_delete(ns, k) for ns, ks in gone.items() for k in ks])
+    assert tx(store, lambda t: t.kv_namespaces()) == sorted(set(TRICKY) - {"é", "a"})
+    assert tx(store, lambda t: t.kv_delete("never", "k")) is None
+    assert "never" not in tx(store, lambda t: t.kv_namespaces())
+
+
+def test_kv_namespaces_page_by_keyset(store: Store, clock: FakeClock) -> None:
+    """``after`` is exclusive and need not be a namespace; ``limit`` bounds the page;
+    pages walked one after another list every namespace once."""
+    tx(store, lambda t: [t.kv_put(ns, "k", b"v") for ns in TRICKY])
+    ordered = sorted(TRICKY)
+    pages, after = [], ""
+    while page := tx(store, lambda t, a=after: t.kv_namespaces(after=a, limit=4)):
+        pages.append(page)
+        after = page[-1]
+    assert [len(p) for p in pages] == [4, 4, 4, 3]
+    assert [ns for p in pages for ns in p] == ordered
+    assert tx(store, lambda t: t.kv_namespaces(after="a", limit=2)) == ["a b", "a-b"]
+    assert tx(store, lambda t: t.kv_namespaces(after="aa")) == ["ab", "e", "z", "é"]
+    assert tx(store, lambda t: t.kv_namespaces(after="\U0010ffff")) == []
+    assert tx(store, lambda t: t.kv_namespaces(limit=0)) == ordered
+
+
+def test_kv_namespaces_see_the_transactions_own_writes(store: Store, clock: FakeClock) -> None:
+    tx(store, lambda t: t.kv_put("old", "k", b"v"))
+
+    def write_then_list(t: Tx) -> list[str]:
+        t.kv_put("new", "k", b"v")
+        t.kv_delete("old", "k")
+        return t.kv_namespaces()
+
+    assert tx(store, write_then_list) == ["new"]
+
+
+def test_kv_list_pages_by_key_after_a_cursor(store: Store, clock: FakeClock) -> None:
+    """``after`` (exclusive) and ``limit`` page a prefix's keys in binary order; a
+    cursor before the prefix starts at its first key, one past it lists nothing."""
+    keys = [f"p/{k}" for k in TRICKY] + ["o", "q", "p", "p0"]
+    tx(store, lambda t: [t.kv_put("ns", k, k.encode()) for k in keys])
+    ordered = sorted(k for k in keys if k.startswith("p/"))
+    pages, after = [], ""
+    while page := tx(store, lambda t, a=after: t.kv_list("ns", "p/", after=a, limit=6)):
+        pages.append([k for k, _ in page])
+        after = page[-1][0]
+    assert pages == [ordered[:6], ordered[6:12], ordered[12:]]
+    assert tx(store, lambda t: t.kv_list("ns", "p/", after="a", limit=1)) == [("p/10", b"p/10")]
+    assert tx(store, lambda t: t.kv_list("ns", "p/", after="p0")) == []
+    assert [k for k, _ in tx(store, lambda t: t.kv_list("ns", after="p", limit=3))] == [
+        "p/10",
+        "p/9",
+        "p/A",
+    ]
+    assert [k for k, _ in tx(store, lambda t: t.kv_list("ns", limit=2))] == ["o", "p"]
+
+
+def test_kv_listings_refuse_what_no_name_could_be(store: Store, clock: FakeClock) -> None:
+    """A prefix or cursor a name could not hold (NUL, an unpaired surrogate, past a
+    name's bytes), a limit that is not a nonnegative integer: Invalid, no effect."""
+    for what, op in [
+        ("prefix with NUL", lambda t: t.kv_list("ns", "a\x00")),
+        ("prefix with a surrogate", lambda t: t.kv_list("ns", "\ud800")),
+        ("prefix past a key's bytes", lambda t: t.kv_list("ns", "k" * 1025)),
+        ("key cursor with NUL", lambda t: t.kv_list("ns", after="\x00")),
+        ("key cursor past a key's bytes", lambda t: t.kv_list("ns", after="k" * 1025)),
+        ("key cursor not text", lambda t: t.kv_list("ns", after=cast(str, 7))),
+        ("negative key limit", lambda t: t.kv_list("ns", limit=-1)),
+        ("key limit not an integer", lambda t: t.kv_list("ns", limit=cast(int, "5"))),
+        ("namespace cursor with NUL", lambda t: t.kv_namespaces(after="a\x00")),
+        ("namespace cursor with a surrogate", lambda t: t.kv_namespaces(after="\udfff")),
+        ("namespace cursor past an ID's bytes", lambda t: t.kv_namespaces(after="n" * 256)),
+        ("namespace cursor not text", lambda t: t.kv_namespaces(after=cast(str, None))),
+        ("negative namespace limit", lambda t: t.kv_namespaces(limit=-1)),
+        ("namespace limit a bool", lambda t: t.kv_namespaces(limit=True)),
+        ("namespace limit a float", lambda t: t.kv_namespaces(limit=cast(int, 2.0))),
+    ]:
+        fails(store, Invalid, op, f"KV listing: {what}")
+    # At the limits, and a limit past any LIMIT an engine holds: answered, not refused.
+    tx(store, lambda t: t.kv_put("n" * 255, "k" * 1024, b"v"))
+    assert tx(store, lambda t: t.kv_namespaces(after="n" * 254, limit=2**70)) == ["n" * 255]
+    assert tx(store, lambda t: t.kv_list("n" * 255, "k" * 1024, after="k" * 1023)) == [
+        ("k" * 1024, b"v")
+    ]

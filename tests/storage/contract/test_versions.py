@@ -257,6 +257,67 @@ def test_pruning_cuts_the_oldest_rows_and_raises_the_horizon(
     assert tx(store, lambda t: t.record_as_of("kv", "ns", versions[3], "k")) == RecordAt(b"3")
 
 
+def test_a_namespace_as_of_a_version_lists_the_keys_that_were_there(
+    store: Store, clock: FakeClock
+) -> None:
+    """``kv_list_as_of``: keys deleted since are listed with their value then, keys
+    created since are not, changed ones read as they were; the prefix, cursor and
+    limit page it as ``kv_list`` pages now, also across keys created since."""
+    tx(store, lambda t: [t.kv_put("ns", k, k.encode()) for k in ("a", "b/1", "b/2", "c")])
+    then = _version(store)
+    tx(store, lambda t: [t.kv_delete("ns", "b/1"), t.kv_put("ns", "c", b"changed")])
+    # Keys created since, around and among the old ones: a page of two must read on.
+    tx(store, lambda t: [t.kv_put("ns", k, b"new") for k in ("a0", "a1", "a2", "b/0", "b/15")])
+    tx(store, lambda t: t.kv_put("other", "a", b"elsewhere"))
+    now = [("a", b"a"), ("a0", b"new"), ("a1", b"new"), ("a2", b"new"), ("b/0", b"new")]
+    assert tx(store, lambda t: t.kv_list("ns"))[:5] == now
+
+    def as_of(prefix: str = "", after: str = "", limit: int = 0) -> list[tuple[str, bytes]]:
+        got = tx(store, lambda t: t.kv_list_as_of("ns", then, prefix, after, limit))
+        assert got.known
+        return got.entries
+
+    assert as_of() == [("a", b"a"), ("b/1", b"b/1"), ("b/2", b"b/2"), ("c", b"c")]
+    assert as_of(limit=2) == [("a", b"a"), ("b/1", b"b/1")]
+    assert as_of(after="a", limit=2) == [("b/1", b"b/1"), ("b/2", b"b/2")]
+    assert as_of(after="b/2", limit=2) == [("c", b"c")]
+    assert as_of("b/") == [("b/1", b"b/1"), ("b/2", b"b/2")]
+    assert as_of("b/", after="b/1", limit=1) == [("b/2", b"b/2")]
+    assert as_of("z") == []
+    latest = _version(store)
+    assert tx(store, lambda t: t.kv_list_as_of("ns", latest).entries) == tx(
+        store, lambda t: t.kv_list("ns")
+    )
+    assert tx(store, lambda t: t.kv_list_as_of("ns", then - 1).entries) == []
+    assert tx(store, lambda t: t.kv_list_as_of("never", then).entries) == []
+
+
+def test_a_namespace_before_the_horizon_is_not_known(store: Store, clock: FakeClock) -> None:
+    for n in range(3):
+        tx(store, lambda t, n=n: t.kv_put("ns", "k", b"%d" % n))
+        clock.advance(60)
+    cutoff = tx(store, lambda t: t.record_versions("kv", "ns", "k"))[2].at
+    while tx(store, lambda t: t.prune_versions(cutoff)):
+        pass
+    horizon = tx(store, lambda t: t.version_horizon())
+    gone = tx(store, lambda t: t.kv_list_as_of("ns", horizon - 1))
+    assert (gone.entries, gone.known) == ([], False)
+    kept = tx(store, lambda t: t.kv_list_as_of("ns", horizon))
+    assert (kept.entries, kept.known) == ([("k", b"1")], True)
+
+
+def test_a_namespace_as_of_refuses_what_kv_list_refuses(store: Store, clock: FakeClock) -> None:
+    for what, op in [
+        ("empty namespace", lambda t: t.kv_list_as_of("", 1)),
+        ("prefix with NUL", lambda t: t.kv_list_as_of("ns", 1, "\x00")),
+        ("cursor past a key's bytes", lambda t: t.kv_list_as_of("ns", 1, after="k" * 1025)),
+        ("negative limit", lambda t: t.kv_list_as_of("ns", 1, limit=-1)),
+        ("negative version", lambda t: t.kv_list_as_of("ns", -1)),
+        ("version not an integer", lambda t: t.kv_list_as_of("ns", "1")),  # type: ignore[arg-type]
+    ]:
+        fails(store, Invalid, op, f"kv_list_as_of: {what}")
+
+
 def test_pruning_is_a_control_plane_write(store: Store, clock: FakeClock) -> None:
     lease = start_attempt(store)
     fails(store, Fenced, lambda t: t.prune_versions(2**62), "prune under a lease", lease=lease)
@@ -388,12 +449,15 @@ def _step(model: Model, op: str, pick: int, data: bytes) -> Step | None:
     return lambda t: t.kv_delete(model.prefix, key)
 
 
-def _state(store: Store, made: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], Any]:
-    """Every record the program made, as ``store`` holds it now (None: absent), and
-    each Work's records as ``work_as_of`` gives them (``("of", Work ID, "")``)."""
+def _state(
+    store: Store, made: set[tuple[str, str, str]], namespace: str
+) -> dict[tuple[str, str, str], Any]:
+    """Every record the program made, as ``store`` holds it now (None: absent), each
+    Work's records as ``work_as_of`` gives them (``("of", Work ID, "")``), and the
+    program's KV namespace listed (``("list", namespace, "")``)."""
 
     def read(t: Tx) -> dict[tuple[str, str, str], Any]:
-        out: dict[tuple[str, str, str], Any] = {}
+        out: dict[tuple[str, str, str], Any] = {("list", namespace, ""): t.kv_list(namespace)}
         for kind, id, _ in sorted(made):
             if kind == "work":
                 try:
@@ -474,14 +538,24 @@ def test_replaying_the_log_to_any_version_is_what_a_fresh_store_reached(
         tx(store, run, clock=lambda at=at: at)
         tx(fresh, run, clock=lambda at=at: at)
         version = view(store, None, lambda t: t.store_version())
-        expected.append((version, _state(fresh, model.made)))
-    assert _state(store, model.made) == _state(fresh, model.made)
+        expected.append((version, _state(fresh, model.made, model.prefix)))
+    assert _state(store, model.made, model.prefix) == _state(fresh, model.made, model.prefix)
     previous: dict[tuple[str, str, str], Any] = dict.fromkeys(model.made)
     previous.update({("of", id, ""): None for kind, id, _ in model.made if kind == "work"})
+    previous[("list", model.prefix, "")] = []
     for version, records in expected:
 
         def as_of(t: Tx, version: int) -> dict[tuple[str, str, str], Any]:
-            out: dict[tuple[str, str, str], Any] = {}
+            # The namespace then, whole and walked two keys a page: the same entries.
+            whole = t.kv_list_as_of(model.prefix, version)
+            assert whole.known
+            paged: list[tuple[str, bytes]] = []
+            while page := t.kv_list_as_of(
+                model.prefix, version, after=paged[-1][0] if paged else "", limit=2
+            ).entries:
+                paged += page
+            assert paged == whole.entries
+            out: dict[tuple[str, str, str], Any] = {("list", model.prefix, ""): whole.entries}
             for kind, id, key in sorted(model.made):
                 found = t.record_as_of(kind, id, version, key)  # type: ignore[arg-type]
                 assert found.known

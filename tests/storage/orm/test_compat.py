@@ -292,6 +292,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0022_execution_live_started",
         "0023_record_version",
         "0024_version_horizon",
+        "0025_kv_namespace_binary",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["tallied"], "the tally's facets differ from the Work's after 0009 and 0015"

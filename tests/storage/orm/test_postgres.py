@@ -338,20 +338,23 @@ def test_ids_and_kv_keys_order_in_binary_under_any_default_collation(store: OrmS
         for id in TRICKY:
             tx.put_work(Work(id=f"w{id}", kind="test.order"))
             tx.kv_put("order", f"k{id}", b"1")
+            tx.kv_put(f"order/{id}", "k", b"1")
 
     store.transact(Guard(), seed)
 
-    def read(tx: Tx) -> tuple[list[str], list[str], list[str]]:
+    def read(tx: Tx) -> tuple[list[str], list[str], list[str], list[str]]:
         return (
             [w.id for w in tx.works()],
             [k for k, _ in tx.kv_list("order")],
             [k for k, _ in tx.kv_list("order", "ka")],
+            tx.kv_namespaces(after="order"),
         )
 
-    works, keys, prefixed = store.view(read)
+    works, keys, prefixed, namespaces = store.view(read)
     assert works == sorted(f"w{i}" for i in TRICKY)
     assert keys == sorted(f"k{i}" for i in TRICKY)
     assert prefixed == sorted(f"k{i}" for i in TRICKY if i.startswith("a"))
+    assert namespaces == sorted(f"order/{i}" for i in TRICKY)
 
 
 def test_id_and_key_columns_are_collated_c() -> None:
@@ -365,6 +368,8 @@ def test_id_and_key_columns_are_collated_c() -> None:
     assert collated == [
         ("conduit_execution", "id", "C"),
         ("conduit_kv", "key", "C"),
+        # The namespaces' order is kv_namespaces' (migration 0025).
+        ("conduit_kv", "namespace", "C"),
         # The version log's names, as their records' (equality only: C is the cheapest).
         ("conduit_record_version", "key", "C"),
         ("conduit_record_version", "record_id", "C"),
