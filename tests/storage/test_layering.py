@@ -103,6 +103,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("storage.tx", 2),
     ("storage.readonly", 2),
     ("storage.memory", 3),
+    ("storage.memory_versions", 3),
     ("storage.orm", 3),
     ("storage.models", 3),
     ("storage.migrations", 3),
