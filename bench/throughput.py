@@ -212,11 +212,13 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
     route = q(
         "UPDATE conduit_event SET route_work_id = ?, disposition = ?, routed_ns = ? WHERE id = ?"
     )
-    version_columns = "position, at_ns, kind, record_id, key, data, value, event_seq, execution_id"
+    version_columns = (
+        "position, at_ns, kind, record_id, key, data, value, event_seq, execution_id, work_id"
+    )
 
     def version_insert(rows: int) -> str:
         # The version log (storage/orm/versions.py): each changed record's state before.
-        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
         return q(f"INSERT INTO conduit_record_version ({version_columns}) VALUES {values}")  # noqa: S608
 
     read_clock = "SELECT value FROM conduit_meta WHERE key = 'clock'"
@@ -269,7 +271,7 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
         now = max(time.time_ns(), int(last))
         tally: Counter[tuple[str, ...]] = Counter()
         series: Counter[tuple[Any, ...]] = Counter()
-        befores: list[tuple[str, str, str]] = []
+        befores: list[tuple[str, str, str, str]] = []
         for i in range(start, start + batch):
             w_id, x_id, e_id = _ids(i)
             event = {
@@ -290,7 +292,7 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
             series.update(series_keys("event", "", "", now))
             x = xs[x_id]
             w = works[w_id]
-            befores += [("execution", x_id, dumps(x)), ("work", w_id, dumps(w))]
+            befores += [("execution", x_id, dumps(x), w_id), ("work", w_id, dumps(w), w_id)]
             if not x["started_at"]:  # its first claim
                 series.update(series_keys("attempt", w["scope_id"], "", now))
             x.update(
@@ -334,8 +336,8 @@ def _raw(cur: Any, plan: list[list[int]], begin: str, mark: str, start: int) -> 
         cur.execute(series_upsert(len(days)), [p for row in days for p in row])
         first = (int(version or 0) + 1) << 24  # the version's first position
         versions = [
-            (first + n, now, kind, id, "", data, None, 0, "")
-            for n, (kind, id, data) in enumerate(sorted(befores))
+            (first + n, now, kind, id, "", data, None, 0, "", work_id)
+            for n, (kind, id, data, work_id) in enumerate(sorted(befores))
         ]
         cur.execute(version_insert(len(versions)), [p for row in versions for p in row])
         cur.execute(write_clock, (f"{now} {int(version or 0) + 1}",))

@@ -50,7 +50,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
         ({}, "as_of=15m", 200),
     ],
     "changes": [({}, "from=1h", 200), ({}, "from=v0&to=v3", 200)],
-    "changes/<id:work_id>": [({}, "from=v0", 200), ({"work_id": "w-parked"}, "from=1h&to=v2", 200)],
+    "changes/<id:work_id>": [({}, "from=v0", 200), ({"work_id": "w-parked"}, "from=v1&to=v2", 200)],
     "compare/<id:work_id>": [({}, "", 200), ({}, "a=nope", 404)],
     "causation/<id:work_id>": [({}, "", 200), ({"work_id": "w-parked"}, "after=1", 200)],
     "actions/cancel/<id:work_id>": [({"work_id": "w-parked"}, "", 200)],
