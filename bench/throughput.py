@@ -429,13 +429,16 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
         "synchronous=FULL, busy_timeout 30 s, BEGIN IMMEDIATE; on PostgreSQL SERIALIZABLE "
         "with synchronous_commit=on (without the storage API's advisory lock). It writes "
         "what `storage/orm/` writes (Event insert, attempt update, Work update with its "
-        "JSON, route update, the facet tally's one multi-row upsert, the clock row read "
-        "and written), one statement each, and reads nothing else: it is the floor. "
-        "Each database is fresh; each figure is over repetitions of a fixed number of "
-        "back-to-back transactions. The two paths are interleaved: one child "
-        "process per path and repetition, storage API, plain driver, storage API, ... "
-        "(ABAB), so the machine's load drifting during the run falls on both; the last "
-        "column is the spread of the time ratio over those pairs.",
+        "JSON, route update, the facet tally's one multi-row upsert, the series tally's, "
+        "the record-version log's rows, the clock row read and written), one statement "
+        "each, and reads nothing else: it is the floor. **Without the log**: the storage "
+        "API built without its record-version log (`OrmStore(version_log=False)`), the "
+        "baseline of the log's cost. Each database is fresh; each figure is over "
+        "repetitions of a fixed number of back-to-back transactions. The three paths are "
+        "interleaved: one child process per path and repetition, storage API, plain "
+        "driver, without the log, storage API, ... (ABCABC), so the machine's load "
+        "drifting during the run falls on each; the last column is the spread of the "
+        "time ratio over the pairs of neighbouring repetitions.",
     )
     engines: list[tuple[str, Postgres | None]] = [("sqlite", None)]
     if pg is not None:
