@@ -64,8 +64,8 @@ def test_an_operator_inspects_a_namespace_its_writer_and_its_past(
     page = browser_page
     _, later = seed()
     then = later - 1  # just before the second pass: the first pass's values
-    sign_in(page, live_server, "/")
-    page.locator(".site-nav").get_by_role("link", name="KV").click()
+    sign_in(page, live_server, "/dashboard")
+    page.get_by_role("link", name="the KV inspector").click()
     page.wait_for_url(lambda url: url.endswith("/kv"))
     expect(page.locator("#kv-namespaces li")).to_have_count(4)
     assert fits_and_passes_axe(page) == []
