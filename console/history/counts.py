@@ -45,7 +45,7 @@ def read_counts_then(scope_id: str, moment: Moment) -> CountsThen:
     """The Work by state in ``scope_id``'s subtree ("" for all) at ``moment`` and now."""
 
     def build(tx: Tx) -> CountsThen:
-        resolved = resolve(tx, moment)
+        resolved = resolve(tx, moment)  # FilterError: a version still to come
         tree = frozenset(subtree(tx.scopes(), scope_id).ids) if scope_id else None
         facets = tx.work_facets(WorkQuery(scope_ids=tree) if tree else WorkQuery())
         current = {state: n for state, n in facets.state.items() if n}

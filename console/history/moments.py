@@ -53,8 +53,8 @@ class Resolved:
     present: bool  # the moment is now: nothing has committed since
 
 
-# The present: the last committed version (``resolve`` bounds a version by it).
-NOW = Moment("now", version=SEQ_MAX)
+# The present: the last committed version (no version, sequence or time named).
+NOW = Moment("now")
 
 
 def parse_moment(raw: str, name: str, now: Nanos) -> Moment:
@@ -78,25 +78,47 @@ def parse_moment(raw: str, name: str, now: Nanos) -> Moment:
         raise FilterError({name: HELP}) from None
 
 
-def resolve(tx: Tx, moment: Moment) -> Resolved:
-    """The version and time ``moment`` stands for, read in ``tx``: a sequence by its
-    Event's acceptance time; a version by its own log rows' time (or, for one that
-    changed no record, the next logged one's, less a nanosecond); a moment later than
-    the last commit is the present. ``NotFound`` for a sequence no Event has."""
+def version_of(tx: Tx, moment: Moment, name: str, current: int) -> int:
+    """The store version ``moment`` names, in ``tx`` (``current``: its version now):
+    an Event's by its acceptance time, a time's by the last commit at or before it.
+    ``NotFound`` for a sequence no Event has; ``FilterError`` (on ``name``) for a
+    version the store has not reached: shown as now, the link would change meaning
+    once it is."""
+    if moment.sequence is not None:
+        return tx.version_at(event_of(tx, moment.sequence).event.received_at)
+    if moment.at is not None:
+        return tx.version_at(max(0, moment.at))
+    if moment.version is None:  # NOW
+        return current
+    version = moment.version
+    if version > current:
+        raise FilterError({name: f"The store is at version {current}: v{version} is to come."})
+    return version
+
+
+def event_of(tx: Tx, sequence: int) -> StoredEvent:
+    found = tx.events(after=sequence - 1, limit=1)
+    if not found or found[0].sequence != sequence:
+        raise NotFound(f"no Event has the sequence {sequence}")
+    return found[0]
+
+
+def resolve(tx: Tx, moment: Moment, name: str = "as_of") -> Resolved:
+    """The version and time ``moment`` stands for, read in ``tx`` (``version_of``):
+    a sequence's time is its Event's acceptance, a version's its own log rows' (or,
+    for one that changed no record, the next logged one's, less a nanosecond)."""
     current = tx.store_version()
     event = None
     if moment.sequence is not None:
-        found = tx.events(after=moment.sequence - 1, limit=1)
-        if not found or found[0].sequence != moment.sequence:
-            raise NotFound(f"no Event has the sequence {moment.sequence}")
-        event = found[0]
+        event = event_of(tx, moment.sequence)
+        version = tx.version_at(event.event.received_at)
+    else:
+        version = version_of(tx, moment, name, current)
+    if event is not None:
         at = event.event.received_at
-        version = tx.version_at(at)
     elif moment.at is not None:
         at = max(0, moment.at)
-        version = tx.version_at(at)
     else:
-        version = min(moment.version or 0, current)
         at = tx.now if version >= current else _time_of(tx, version)
     present = version >= current
     return Resolved(moment, version, at, event, version >= tx.version_horizon(), present)

@@ -85,8 +85,8 @@ def read_work_changes(work_id: str, start: Moment, end: Moment | None, after: in
 
     def build(tx: Tx) -> Changes:
         work = tx.work(work_id)
-        first = resolve(tx, start)
-        last = resolve(tx, end if end is not None else NOW)
+        first = resolve(tx, start, "from")
+        last = resolve(tx, end if end is not None else NOW, "to")
         rows = tx.work_versions(
             work_id,
             after=first.version,
@@ -108,8 +108,8 @@ def read_store_changes(start: Moment, end: Moment | None, after: int) -> Changes
     record the page's rows leave unchanged since (at most a page of them)."""
 
     def build(tx: Tx) -> Changes:
-        first = resolve(tx, start)
-        last = resolve(tx, end if end is not None else NOW)
+        first = resolve(tx, start, "from")
+        last = resolve(tx, end if end is not None else NOW, "to")
         rows = tx.version_changes(
             after=first.version, upto=last.version, start=after, limit=CHANGES_PAGE + 1
         )

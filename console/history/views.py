@@ -37,9 +37,9 @@ def dashboard_then(request: HtmxHttpRequest, scope_id: str) -> HttpResponse:
     }
     try:
         moment = parse_moment(request.GET["as_of"], "as_of", wall_clock())
+        counts = read_counts_then(scope_id, moment)
     except FilterError as exc:
         return render(request, COUNTS, {**context, "errors": exc.errors}, status=400)
-    counts = read_counts_then(scope_id, moment)
     return render(request, COUNTS, {**context, "page": counts})
 
 
@@ -48,10 +48,10 @@ def work_then(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     past does not change); a bad moment is the 400 page."""
     try:
         moment = parse_moment(request.GET.get("as_of", ""), "as_of", wall_clock())
+        then = read_work_then(work_id, moment)
     except FilterError as exc:
         context = {"errors": exc.errors, "work_id": work_id, "as_of": request.GET["as_of"]}
         return render(request, THEN, context, status=400)
-    then = read_work_then(work_id, moment)
     return render(request, THEN, {"page": then, "work": then.work_now, "work_id": work_id})
 
 
@@ -113,10 +113,10 @@ def work_changes(request: HtmxHttpRequest, work_id: str) -> HttpResponse:
     a page at a time (``?after=<log position>``); bad input is the 400 page."""
     try:
         span = parse_span(request)
+        changes = read_work_changes(work_id, span.start, span.end, span.after)
     except FilterError as exc:
         context = {"errors": exc.errors, "work_id": work_id, "raw": {}}
         return render(request, CHANGES, context, status=400)
-    changes = read_work_changes(work_id, span.start, span.end, span.after)
     return _answer(request, changes, span, work_id)
 
 
@@ -126,7 +126,7 @@ def store_changes(request: HtmxHttpRequest) -> HttpResponse:
     Timers, Scopes and KV entries, a page at a time; bad input is the 400 page."""
     try:
         span = parse_span(request)
+        changes = read_store_changes(span.start, span.end, span.after)
     except FilterError as exc:
         return render(request, CHANGES, {"errors": exc.errors, "work_id": ""}, status=400)
-    changes = read_store_changes(span.start, span.end, span.after)
     return _answer(request, changes, span, "")

@@ -1,6 +1,7 @@
 """The KV inspector's URL state (``/kv``): ``namespace`` (none: the list of
-namespaces), ``prefix`` (of that namespace's keys), ``as_of`` (a store version, or a
-time as the console's other time fields take it), ``after`` (the keyset cursor: the
+namespaces), ``prefix`` (of that namespace's keys), ``as_of`` (a moment as every page
+of the past names one: ``v<store version>``, ``#<Event sequence>``, or a time as the
+console's other time fields take it), ``after`` (the keyset cursor: the
 last namespace or key of the page before) and ``size``.
 
 Namespaces and keys travel in the query string, never the path: both may hold "/",
@@ -18,11 +19,10 @@ from dataclasses import dataclass, replace
 
 from django.http import QueryDict
 
+from console.history.moments import Moment, parse_moment
 from console.urlstate import (
     DEFAULT_PAGE_SIZE,
-    SINCE_HELP,
     FilterError,
-    parse_since,
     parse_size,
     querystring,
     storable,
@@ -30,18 +30,24 @@ from console.urlstate import (
 
 NAMESPACE_BYTES = 255  # a KV namespace is an ID (storage.tx.fields.ID_MAX_BYTES)
 KEY_BYTES = 1024  # ... and a key at most this (fields.KV_KEY_MAX_BYTES)
-VERSION_MAX = 2**63 - 1  # a store version is a 64-bit counter on both engines
-AS_OF_HELP = "as_of is a store version (a whole number, 0 to 2^63-1) or a time. " + SINCE_HELP
 
 
 @dataclass(frozen=True, slots=True)
 class AsOf:
     """``as_of`` as typed (kept in links, so "2h" stays relative in a bookmark), and
-    what it names: a store version, or an instant whose version the View looks up."""
+    the moment it names, spelt as on every page of the past (``console.history``):
+    a store version ``v<n>``, an Event ``#<sequence>``, or a time."""
 
     raw: str
-    version: int | None = None
-    at: int | None = None
+    moment: Moment
+
+    @property
+    def version(self) -> int | None:
+        return self.moment.version
+
+    @property
+    def at(self) -> int | None:
+        return self.moment.at
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +71,7 @@ class KvFilter:
 
     def at_version(self, version: int, after: str = "") -> str:
         """These keys as of ``version``, from the same place."""
-        moved = replace(self, as_of=AsOf(str(version), version))
+        moved = replace(self, as_of=AsOf(f"v{version}", Moment(f"v{version}", version=version)))
         return moved.querystring([("after", after)] if after else [])
 
     def now(self, after: str = "") -> str:
@@ -74,21 +80,15 @@ class KvFilter:
 
 
 def parse_as_of(raw: str, now_ns: int | None, errors: dict[str, str]) -> AsOf | None:
-    """A store version (digits) or a time; None when empty."""
+    """The moment ``as_of`` names (``console.history.moments``); None when empty."""
     raw = raw.strip()
     if not raw:
         return None
-    # isascii: "²".isdigit() is True, but int("²") raises. The length first: int()
-    # of thousands of digits raises too.
-    if raw.isascii() and raw.isdigit():
-        if len(raw) > 19 or int(raw) > VERSION_MAX:
-            errors["as_of"] = f"as_of {raw[:40]} is past the largest store version. {AS_OF_HELP}"
-            return None
-        return AsOf(raw, version=int(raw))
     try:
-        return AsOf(raw, at=parse_since(raw, time.time_ns() if now_ns is None else now_ns))
-    except FilterError:
-        errors["as_of"] = AS_OF_HELP
+        now = time.time_ns() if now_ns is None else now_ns
+        return AsOf(raw, parse_moment(raw, "as_of", now))
+    except FilterError as exc:
+        errors |= exc.errors
         return None
 
 

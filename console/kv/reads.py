@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from console.history.moments import version_of
 from console.kv.filters import KvFilter
 from console.kv.values import Shown, show
 from console.polling import read
-from console.urlstate import FilterError
 from storage import Execution, NotFound, RecordVersion, StoredEvent, Tx
 
 
@@ -112,17 +112,13 @@ def read_keys(f: KvFilter, after: str, now: int | None = None) -> KeyPage:
 
 
 def _version(tx: Tx, f: KvFilter, latest: int) -> int | None:
-    """The version ``as_of`` names (None: now). A version the store has not reached
-    is refused rather than shown as now: the URL would change meaning later."""
+    """The version ``as_of`` names (None: now), as every page of the past reads it
+    (``history.moments.version_of``): a version the store has not reached is refused
+    rather than shown as now (the URL would change meaning later), an Event's
+    sequence no Event has is a 404."""
     if f.as_of is None:
         return None
-    if f.as_of.version is None:  # a time
-        return tx.version_at(f.as_of.at or 0)
-    if f.as_of.version > latest:
-        raise FilterError(
-            {"as_of": f"The store is at version {latest}: version {f.as_of.version} is to come."}
-        )
-    return f.as_of.version
+    return version_of(tx, f.as_of.moment, "as_of", latest)
 
 
 def _last_write(tx: Tx, namespace: str, key: str, version: int | None) -> RecordVersion | None:

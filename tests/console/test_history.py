@@ -6,6 +6,7 @@ bad moments as 400 pages; odd IDs."""
 
 from __future__ import annotations
 
+import html as markup
 import re
 from dataclasses import replace
 
@@ -310,6 +311,12 @@ def test_the_store_wide_changes_name_scopes_kv_and_each_records_work(as_bob, sto
     assert "Scope acme created" in text
     assert 'href="/dashboard/acme"' in html
     assert "KV cursors / github created" in text
+    assert 'href="/kv?namespace=cursors&amp;prefix=github&amp;as_of=v' in html
+    first = re.search(r'href="(/kv\?namespace=cursors[^"]+)"', html)
+    assert first is not None
+    then = as_bob.get(markup.unescape(first[1]))
+    assert then.status_code == 200
+    assert '"after": 41' in text_of(then.content.decode())  # the entry as it was created
     assert re.search(
         r'KV cursors / github Field Before After value \{"after": 41\} \{"after": 42\}', text
     )

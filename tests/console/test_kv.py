@@ -128,9 +128,9 @@ def test_the_namespaces_are_listed_once_each_in_binary_order_and_page_by_keyset(
     assert link(rest, "⇤ First") == "/kv?size=25"
     assert "No more namespaces." in page(as_alice, after="\U0010ffff")
     # as_of is carried into each namespace's link, and the page says what it lists.
-    then = page(as_alice, as_of="3")
+    then = page(as_alice, as_of="v3")
     assert "The namespaces holding keys now; each opens as of" in then
-    assert 'href="/kv?namespace=B&amp;as_of=3"' in then
+    assert 'href="/kv?namespace=B&amp;as_of=v3"' in then
 
 
 def test_no_namespace_yet_is_an_empty_page(as_alice) -> None:
@@ -227,7 +227,7 @@ def test_as_of_a_version_shows_the_values_then_with_keys_deleted_since(as_alice)
     before_it = re.search(r'href="([^"]+)">before it</a>', row(now, "cursor"))
     assert before_it is not None
     assert html.unescape(before_it.group(1)) == "/kv?" + urlencode(
-        {"namespace": NS, "as_of": str(then)}
+        {"namespace": NS, "as_of": f"v{then}"}
     )
 
     old = as_alice.get(html.unescape(before_it.group(1))).content.decode()
@@ -240,7 +240,7 @@ def test_as_of_a_version_shows_the_values_then_with_keys_deleted_since(as_alice)
     # Each value with the write that set it then: the attempt's.
     assert 'href="/works/w-recon"' in row(old, "cursor")
     assert f"version {then}<" in row(old, "cursor")
-    assert "No keys in this namespace as of version 1." in page(as_alice, namespace=NS, as_of="1")
+    assert "No keys in this namespace as of version 1." in page(as_alice, namespace=NS, as_of="v1")
 
 
 def test_as_of_a_time_is_the_version_committed_by_then(as_alice) -> None:
@@ -269,7 +269,7 @@ def test_as_of_before_the_horizon_says_it_is_not_known(as_alice) -> None:
     f.transact(lambda tx: tx.prune_versions(at + 1))
     horizon = view(default_store(), None, lambda tx: tx.version_horizon())
     assert early < horizon
-    text = page(as_alice, namespace=NS, as_of=str(early))
+    text = page(as_alice, namespace=NS, as_of=f"v{early}")
     assert f"Not known as of store version {early}." in text
     assert f"The version log begins at version {horizon}" in text
     assert keys(text) == []
@@ -325,10 +325,10 @@ def test_names_at_the_stores_limits_work_too(as_alice) -> None:
         {"namespace": NS, "as_of": "1.5"},
         {"namespace": NS, "as_of": "9223372036854775808"},  # 2^63
         {"namespace": NS, "as_of": "9" * 5000},
-        {"namespace": NS, "as_of": "9223372036854775807"},  # a version still to come
+        {"namespace": NS, "as_of": "v9223372036854775807"},  # a version still to come
         {"namespace": NS, "as_of": "²"},
         {"as_of": "not a time"},
-        {"as_of": "9223372036854775807"},  # on the namespaces page too
+        {"as_of": "v9223372036854775807"},  # on the namespaces page too
         {"size": "7"},
         {"namespace": NS, "size": "99999999999999999999999"},
     ],
@@ -366,7 +366,7 @@ def test_a_page_costs_the_same_whatever_the_store_holds(
     with django_assert_num_queries(6 + 5 + 1 + 2, connection=viewed):
         page(as_alice, namespace=NS)
     with django_assert_num_queries(8 + 5 + 1 + 1, connection=viewed):
-        page(as_alice, namespace=NS, as_of=str(then))  # only e-1 then
+        page(as_alice, namespace=NS, as_of=f"v{then}")  # only e-1 then
     # Much more in the store, the namespace and the log: the same.
     for n in range(40):
         f.kv(f"other-{n}", {f"k{m}": b"x" for m in range(20)})

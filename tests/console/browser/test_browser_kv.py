@@ -104,7 +104,7 @@ def test_an_operator_inspects_a_namespace_its_writer_and_its_past(
     page.locator("#kv-keys tr[data-key='cursor/issues']").get_by_role(
         "link", name="before it"
     ).click()
-    page.wait_for_url(lambda url: f"as_of={then}" in url)
+    page.wait_for_url(lambda url: f"as_of=v{then}" in url)
     expect(page.locator("#kv-then")).to_contain_text(f"As of store version {then}")
     issues = page.locator("#kv-keys tr[data-key='cursor/issues']")
     expect(issues.locator("pre.kv-json")).to_contain_text('"page": 1,')
@@ -115,7 +115,7 @@ def test_an_operator_inspects_a_namespace_its_writer_and_its_past(
     # The whole namespace then: the issue observed then and deleted since is there.
     page.fill("#kv-prefix", "")
     page.click("form.filters button[type=submit]")
-    page.wait_for_url(lambda url: "prefix=&" in url and f"as_of={then}" in url)
+    page.wait_for_url(lambda url: "prefix=&" in url and f"as_of=v{then}" in url)
     expect(page.locator("#kv-keys tr[data-key='observed/issue-17']")).to_contain_text("open")
     expect(page.locator(ROWS)).to_have_count(5)
     page.get_by_role("link", name="Show the values now").click()
@@ -138,7 +138,7 @@ def test_the_inspector_works_without_javascript(browser, live_server, alice) -> 
     page.fill("#kv-as-of", str(then))
     page.fill("#kv-prefix", "observed/")
     page.click("form.filters button[type=submit]")
-    page.wait_for_url(re.compile(rf"prefix=observed%2F&as_of={then}"))
+    page.wait_for_url(re.compile(rf"prefix=observed%2F&as_of=v{then}"))
     expect(page.locator(ROWS)).to_have_count(1)
     expect(page.locator("#kv-keys tr[data-key='observed/issue-17']")).to_be_visible()
     context.close()
