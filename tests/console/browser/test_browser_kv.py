@@ -135,7 +135,7 @@ def test_the_inspector_works_without_javascript(browser, live_server, alice) -> 
     sign_in(page, live_server, "/kv")
     page.locator("#kv-namespaces").get_by_role("link", name=NS).click()
     page.wait_for_url(lambda url: "namespace=" in url)
-    page.fill("#kv-as-of", str(then))
+    page.fill("#kv-as-of", f"v{then}")
     page.fill("#kv-prefix", "observed/")
     page.click("form.filters button[type=submit]")
     page.wait_for_url(re.compile(rf"prefix=observed%2F&as_of=v{then}"))
