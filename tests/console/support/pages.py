@@ -119,7 +119,7 @@ EXPECTED: dict[str, list[tuple[dict[str, str], str, int]]] = {
     "kv": [
         ({}, "", 200),
         ({}, "namespace=recon%2Fshop&prefix=cursor", 200),
-        ({}, "namespace=recon%2Fshop&as_of=1", 200),
+        ({}, "namespace=recon%2Fshop&as_of=v1", 200),
     ],
     "readyz": [({}, "", 200)],
     # The test client's address is 127.0.0.1, a default allowed network: a full scrape.

@@ -119,8 +119,12 @@ def test_every_page_and_count_is_one_range_of_its_index_without_a_sort(store: Or
             indexes += ["timer_work"] if what.startswith("timers") else ["wait_active"]
         used = [i for i in indexes if f"INDEX {i}" in plan or f"using {i} " in plan]
         assert used, f"{what}: none of {indexes} in the plan of\n{sql}\n{plan}"
-        if what.endswith("series"):  # one range of timer_due per bucket, no other read
-            assert len(re.findall(r"INDEX timer_due |using timer_due ", plan)) == 3, plan
+        if what.endswith("series"):  # one read of the live Timers per bucket, no other
+            # A range of timer_due; on PostgreSQL, as for the counts above, possibly the
+            # live rows of timer_work with the bound as a filter.
+            reads = r"INDEX timer_due |using timer_due "
+            reads += r"|using timer_work " if vendor != "sqlite" else ""
+            assert len(re.findall(reads, plan)) == 3, plan
         if "scope" in what or "kind" in what:  # the Work is probed by its key, never scanned
             assert re.search(r"SCAN w\b|Seq Scan on conduit_work", plan) is None, (what, plan)
         if vendor == "sqlite":
