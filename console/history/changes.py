@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from console.history.moments import event_at
 from storage import (
     Execution,
     NotFound,
@@ -144,8 +145,7 @@ def transactions(tx: Tx, rows: list[RecordVersion], current: Current) -> list[Tr
         if not out or out[-1].version != row.version:
             sequence = row.event_sequence
             if sequence and sequence not in events:
-                found = tx.events(after=sequence - 1, limit=1)
-                events[sequence] = found[0] if found and found[0].sequence == sequence else None
+                events[sequence] = event_at(tx, sequence)
             lease = current.records("execution").get(row.execution_id) if row.execution_id else None
             out.append(
                 Transaction(

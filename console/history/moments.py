@@ -96,11 +96,19 @@ def version_of(tx: Tx, moment: Moment, name: str, current: int) -> int:
     return version
 
 
-def event_of(tx: Tx, sequence: int) -> StoredEvent:
+def event_at(tx: Tx, sequence: int) -> StoredEvent | None:
+    """The Event accepted with ``sequence`` (None: none has it), one index seek."""
     found = tx.events(after=sequence - 1, limit=1)
-    if not found or found[0].sequence != sequence:
+    return found[0] if found and found[0].sequence == sequence else None
+
+
+def event_of(tx: Tx, sequence: int) -> StoredEvent:
+    """``event_at``, ``NotFound`` when no Event has the sequence (a moment named by
+    it is a 404)."""
+    event = event_at(tx, sequence)
+    if event is None:
         raise NotFound(f"no Event has the sequence {sequence}")
-    return found[0]
+    return event
 
 
 def resolve(tx: Tx, moment: Moment, name: str = "as_of") -> Resolved:
@@ -109,17 +117,16 @@ def resolve(tx: Tx, moment: Moment, name: str = "as_of") -> Resolved:
     for one that changed no record, the next logged one's, less a nanosecond)."""
     current = tx.store_version()
     event = None
-    if moment.sequence is not None:
+    if moment.sequence is not None:  # version_of's lookup, keeping the Event it reads
         event = event_of(tx, moment.sequence)
-        version = tx.version_at(event.event.received_at)
+        at = event.event.received_at
+        version = tx.version_at(at)
     else:
         version = version_of(tx, moment, name, current)
-    if event is not None:
-        at = event.event.received_at
-    elif moment.at is not None:
-        at = max(0, moment.at)
-    else:
-        at = tx.now if version >= current else _time_of(tx, version)
+        if moment.at is not None:
+            at = max(0, moment.at)
+        else:
+            at = tx.now if version >= current else _time_of(tx, version)
     present = version >= current
     return Resolved(moment, version, at, event, version >= tx.version_horizon(), present)
 

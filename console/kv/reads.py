@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.history.moments import version_of
+from console.history.moments import event_at, version_of
 from console.kv.filters import KvFilter
 from console.kv.values import Shown, show
 from console.polling import read
@@ -139,8 +139,7 @@ def _writes(tx: Tx, rows: list[RecordVersion]) -> dict[int, Write]:
             attempts[x] = None
     events: dict[int, StoredEvent | None] = {}
     for seq in sorted({r.event_sequence for r in rows if r.event_sequence}):
-        found = tx.events(after=seq - 1, limit=1)
-        events[seq] = found[0] if found and found[0].sequence == seq else None
+        events[seq] = event_at(tx, seq)
     return {
         r.position: Write(
             r.version,
