@@ -38,6 +38,9 @@ PER_VERSION = 1 << SHIFT
 # The largest version a position can hold within a signed 64-bit integer.
 VERSION_MAX = (1 << (63 - SHIFT)) - 1
 VERSION_END = (1 << 63) - 1  # past every position
+# The largest cursor a read takes: a position (versions past VERSION_MAX's first rows
+# have positions past VERSION_MAX), less one, so the next position still fits 64 bits.
+START_MAX = VERSION_END - 1
 NANOS_MAX = (1 << 63) - 1
 LATER_MAX = 1000  # records one later_versions call looks up
 
@@ -61,12 +64,14 @@ def decoded(kind: VersionKind, before: str | bytes | None) -> object:
     return codec.decode(RECORD_CLASSES[kind], str(before))
 
 
-def _bounded(value: int, what: str) -> int:
+def _bounded(value: int, what: str, most: int = VERSION_MAX) -> int:
+    """``value`` checked as a nonnegative integer and capped at ``most`` (a version,
+    a count; a position's cap is ``START_MAX``)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise Invalid(f"{what} is an integer, not {type(value).__name__}")
     if value < 0:
         raise Invalid(f"{what} is nonnegative")
-    return min(value, VERSION_MAX)
+    return min(value, most)
 
 
 class VersionRules(TxBase):
@@ -134,7 +139,7 @@ class VersionRules(TxBase):
         changed between two moments, a page at a time."""
         self._check()
         after, upto = _bounded(after, "after"), _bounded(upto, "upto")
-        start, limit = _bounded(start, "start"), _bounded(limit, "limit")
+        start, limit = _bounded(start, "start", START_MAX), _bounded(limit, "limit")
         low = max(first_position(after + 1), start + 1)
         high = first_position(upto + 1) if upto else None
         return self._version_changes(low, high, limit)
@@ -201,7 +206,7 @@ class VersionRules(TxBase):
         self._check()
         fields.require_id(work_id, "Work ID")
         after, upto = _bounded(after, "after"), _bounded(upto, "upto")
-        start, limit = _bounded(start, "start"), _bounded(limit, "limit")
+        start, limit = _bounded(start, "start", START_MAX), _bounded(limit, "limit")
         low = max(first_position(after + 1), start + 1)
         high = first_position(upto + 1) if upto else None
         return self._work_versions(work_id, low, high, limit)

@@ -146,6 +146,56 @@ def test_a_record_as_of_each_version(store: Store, clock: FakeClock) -> None:
     assert at("kv", "ns", v_done, "never") is None
 
 
+def _skip_to_version(store: Store, version: int) -> None:
+    """Move the store's version counter on, as if ``version`` writing transactions had
+    committed (the double's state, the ORM's clock row): the log's positions of later
+    ones pass 2**39, the largest version, at version 32,768."""
+    if isinstance(store, MemoryStore):
+        store._state.version = version
+        return
+    from django.db import connections
+
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT value FROM conduit_meta WHERE key = 'clock'")
+        now = cursor.fetchone()[0].split()[0]
+        cursor.execute(
+            "UPDATE conduit_meta SET value = %s WHERE key = 'clock'", [f"{now} {version}"]
+        )
+
+
+def test_pages_resume_after_positions_past_the_largest_version(
+    store: Store, clock: FakeClock
+) -> None:
+    """A cursor is a position, which passes the largest version (2**39 - 1) once the
+    store passes version 32,768: it is bounded as a position, never as a version, or
+    the next page would start over."""
+    _skip_to_version(store, 40_000)
+    tx(store, lambda t: t.put_work(make_work("w1")))
+    for n in range(3):
+        tx(
+            store,
+            lambda t, n=n: [
+                t.kv_put("ns", "k", b"%d" % n),
+                t.put_timer(make_timer(f"t{n}", t.now + SECOND, work_id="w1")),
+            ],
+        )
+    everything = tx(store, lambda t: t.version_changes(after=40_000))
+    assert len(everything) == 7  # the Work, then three KV entries and Timers
+    assert everything[0].position > 2**39
+    of_w1 = [r for r in everything if r.work_id == "w1"]
+    for read, expected in (
+        (lambda t, s: t.version_changes(after=40_000, start=s, limit=2), everything),
+        (lambda t, s: t.work_versions("w1", start=s, limit=2), of_w1),
+    ):
+        pages: list[Any] = []
+        start = 0
+        while page := tx(store, lambda t, s=start, read=read: read(t, s)):
+            pages += page
+            start = page[-1].position
+            assert len(pages) <= len(expected), "a page started over"
+        assert pages == expected
+
+
 def test_changes_page_by_position_between_two_versions(store: Store, clock: FakeClock) -> None:
     before = _version(store)
     for n in range(5):
