@@ -24,7 +24,9 @@ keep beside the records is rebuilt from them afterwards (the Work tally,
 ``storage.orm.tally.rebuild``, and the series tally,
 ``storage.orm.series_tally.rebuild``; an attempt's Scope column is its Work's by
 construction). Not cloned: deleted Timers' tombstone rows (no benchmarked read touches
-them) and unrouted Events (the unrouted scan's selection stays the seed's). Cloned
+them) and unrouted Events (the unrouted scan's selection stays the seed's). The
+record-version log is copied with the records and numbered again in time order
+(``bench.version_log``). Cloned
 Events get sequences after the seed's (AUTOINCREMENT), so in acceptance order the old
 history comes last; no benchmarked read depends on Event order across Work.
 """
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import density as density_
+from . import version_log
 from .proc import DataDir, Workspace, child, log, manage, settle
 
 TERMINAL_WORK = ("completed", "failed", "cancelled")
@@ -170,7 +173,12 @@ def amplify(
     (``bench.density``): the copies come at a team's arrival rate, with long tails of
     error groups, sources and executors, a few Work with 1,000+ Events, and run
     records and routed workflows in proportion."""
-    built: dict[str, Any] = {"seed": seed.works, "works": works, "proportional": proportional}
+    built: dict[str, Any] = {
+        "seed": seed.works,
+        "works": works,
+        "proportional": proportional,
+        "version_log": True,  # the copies' version log (bench.version_log)
+    }
     if density != density_.SEED:
         built["density"] = density
     again = reused(ws, name, built) if ws.keep else None
@@ -220,6 +228,7 @@ CLONED = (
     "conduit_event",
     "conduit_wait",
     "conduit_timer",
+    version_log.TABLE,
 )
 
 
@@ -232,6 +241,7 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool, de
     con.execute(SOURCE_SQL[0], (*TERMINAL_WORK, 0 if proportional else 1))
     for statement in SOURCE_SQL[1:]:
         con.execute(statement)
+    version_log.stage(con)
     con.execute("COMMIT")
     seeded = con.execute("SELECT count(*) FROM temp.src_work").fetchone()[0]
     if seeded == 0:
@@ -270,6 +280,7 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool, de
             con.execute("BEGIN")
         for statement in CLONE_SQL:
             con.execute(statement, params)
+        con.execute(version_log.CLONE_SQL, params)
         if k % per_chunk == 0 or k == copies:
             con.execute("COMMIT")
         need -= take
@@ -279,6 +290,9 @@ def _clone(con: sqlite3.Connection, need: int, name: str, proportional: bool, de
     if density == density_.PRODUCTION:
         heavy = density_.heavy_events(con, copies * seeded)
         log(f"  {name}: {heavy:,} Events added to {density_.heavy_count(copies * seeded)} Work")
+    started = time.monotonic()
+    logged = version_log.renumber(con)
+    log(f"  {name}: {logged:,} version log rows numbered in {time.monotonic() - started:.0f} s")
     started = time.monotonic()
     for _index, sql, _table in indexes:
         con.execute(sql)

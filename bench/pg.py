@@ -36,6 +36,7 @@ TABLES = (
     "conduit_wait",
     "conduit_timer",
     "conduit_kv",
+    "conduit_record_version",  # the version log (issue 32; position is its key)
     # Kept by the rules beside the records: without them the copy's facets, counts
     # and series read empty tallies (benchmark 2 once timed PostgreSQL counting 0 Work).
     "conduit_work_tally",
