@@ -16,6 +16,7 @@ from . import (
     density,
     history,
     load,
+    past,
     readers,
     routed,
     routed_files,
@@ -46,6 +47,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "triage.measure": triage.measure,
     "routed_files.measure": routed_files.measure,
     "routed_pages.measure": routed_pages.measure,
+    "past.measure": past.measure,
 }
 
 

@@ -24,6 +24,7 @@ from . import (
     density,
     history,
     load,
+    past,
     readers,
     routed,
     routed_files,
@@ -39,7 +40,7 @@ from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+ALL = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
@@ -51,6 +52,7 @@ TITLES = {
     "8": "Routed runs: journal appends and artifact accepts",
     "9": "Routed runs: the Workflows list and the workflow page",
     "10": "Polls on the wire, compressed and not",
+    "11": "The store's past: pages as of a moment",
 }
 
 
@@ -62,7 +64,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,...,10)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,...,11)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -138,13 +140,13 @@ def main(argv: list[str] | None = None) -> int:
             sections[number] = section
 
     try:
-        if only & {"1", "2", "6", "8"}:
+        if only & {"1", "2", "6", "8", "11"}:
             pg, pg_status = find(args.pg)
             if pg is not None:
                 pg_status = pg.describe()
             log(f"PostgreSQL: {pg_status}")
         manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
-        if only & {"2", "3", "4", "5", "7", "9", "10"}:
+        if only & {"2", "3", "4", "5", "7", "9", "10", "11"}:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
             seed = history.seed(kept, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
@@ -206,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         attempt("8", lambda: routed_files.run(ws, sizes, pg))
         attempt("9", lambda: routed_pages.run(ws, history_of("routed", realistic=True), sizes))
         attempt("10", lambda: wire.run(ws, history_of("small", realistic=True), sizes))
+        attempt(
+            "11",
+            lambda: past.run(
+                ws, {key: history_of(key, realistic=True) for key in ("small", "large")}, sizes, pg
+            ),
+        )
     finally:
         if pg is not None:
             pg.close()
