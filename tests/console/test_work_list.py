@@ -5,6 +5,7 @@ import re
 import pytest
 from django.db import connections
 
+from console.works.filters import FACET_VALUES
 from storage import from_ns
 from tests.console import factories as f
 from tests.console.conftest import DB
@@ -252,3 +253,17 @@ def test_an_operator_gets_row_selection_and_bulk_buttons(as_alice, seeded):
 
     assert 'name="work" value="a"' in html
     assert 'value="retry-all"' in html
+
+
+def test_a_long_tail_of_kinds_lists_the_most_frequent_and_names_the_rest(as_alice):
+    from storage import Work
+
+    kinds = [f"tail.k{n:03}" for n in range(FACET_VALUES + 12)]
+    f.transact(lambda tx: [tx.put_work(Work(id=f"w-{k}", kind=k)) for k in kinds])
+    html = as_alice.get("/").content.decode()
+
+    assert html.count('href="?kind=tail.k') == FACET_VALUES
+    assert "and 12 less frequent, not listed" in html
+    assert 'href="#f-kind">filter form</a>' in html
+    # A value beyond the list is still one the form takes.
+    assert rows(as_alice.get(f"/?kind={kinds[-1]}")) == [f"w-{kinds[-1]}"]
