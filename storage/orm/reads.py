@@ -45,6 +45,7 @@ from ..models import (
 )
 from ..records import (
     LIVE_EXECUTION_STATES,
+    LIVE_WORK_STATES,
     Buckets,
     ErrorGroup,
     Event,
@@ -61,7 +62,7 @@ from ..records import (
 )
 from ..run_records.query import RunRow
 from ..run_records.records import RunQuery
-from . import schema
+from . import keyset, schema
 from . import series_tally as series_sql
 from .dialect import Dialect
 from .facets import OrmFacets
@@ -141,12 +142,15 @@ class OrmReads(OrmFacets):
         self.flush()
         qs = WorkRow.objects.using(self.alias).all()
         scope = "scope_id"
-        if q.exhausted and (q.scope_id or q.scope_ids):
-            # The exhausted Work are few and have their own partial indexes; with a
-            # Scope filter beside it, SQLite (no statistics) took the Scope's index and
-            # read every Work of the Scope (250 ms at 100,000 Work, a Scope dashboard's
-            # exhausted list). Compared through ``scope_id || ''`` the Scope leaves it
-            # no index but the exhausted ones, on both engines; same rows.
+        few = q.exhausted or (q.states and q.states <= LIVE_WORK_STATES)
+        if few and (q.scope_id or q.scope_ids):
+            # The exhausted Work are few and have their own partial indexes, and the
+            # live ones the (state, ...) indexes; with a Scope filter beside them,
+            # SQLite (no statistics) took the Scope's index and read every Work of the
+            # Scope (250 ms at 100,000 Work, a Scope dashboard's exhausted list; its
+            # oldest waiting walked the Scope's whole history from the oldest).
+            # Compared through ``scope_id || ''`` the Scope leaves it no index but
+            # those, on both engines; same rows.
             unindexed = Concat(F("scope_id"), Value(""), output_field=CharField())
             qs, scope = qs.alias(scope_unindexed=unindexed), "scope_unindexed"
         if q.states:
@@ -184,21 +188,14 @@ class OrmReads(OrmFacets):
         return qs
 
     def _query_works(self, query: WorkQuery) -> list[Work]:
+        if keyset.is_merged(query):
+            sql, params = keyset.merged(query, self._filtered, self.alias)
+            return [codec.decode(Work, d) for d in self._column(sql, params)]
         return self._page(self._filtered(query), query)
 
     def _page(self, qs: QuerySet[WorkRow], query: WorkQuery) -> list[Work]:
         """``qs`` in the query's keyset order, after its cursor, up to its limit."""
-        col = "updated_ns" if query.order.by_updated else "created_ns"
-        desc = query.order.descending
-        if query.after is not None:
-            t, id = query.after.time, query.after.id
-            # The inclusive bound lets the index range-scan; the OR breaks time ties by ID.
-            op = "lt" if desc else "gt"
-            qs = qs.filter(**{f"{col}__{op}e": t}).filter(
-                Q(**{f"{col}__{op}": t}) | Q(**{f"id__{op}": id})
-            )
-        qs = qs.order_by(f"-{col}", "-id") if desc else qs.order_by(col, "id")
-        data = qs.values_list("data", flat=True)
+        data = keyset.ordered(qs, query).values_list("data", flat=True)
         return [codec.decode(Work, d) for d in (data[: query.limit] if query.limit else data)]
 
     # -- event scans ----------------------------------------------------------------
