@@ -60,20 +60,19 @@ chromium:
 # PostgreSQL) run once; everything else (the shared contract cases, the negative
 # controls, the multi-process tests, the console) must pass on both.
 #
-# TEST_WORKERS: pytest-xdist's -n for each engine's job (0: one pytest process each).
-# 0, measured: with both engines' jobs side by side on this 2-core machine, 633 tests
-# (storage/orm, run_records, console Work list/cancel/bulk, two browser modules, the
-# multi-process simulators, settings) took 240 s with one process per engine and 355 s
-# with -n 2 each (load ~9 from other work both times): the two jobs already fill both
-# cores, and each worker pays its own collection (15-50 s), migrate and template. On a
-# machine with more cores, TEST_WORKERS=N make test (every worker has its own test
-# database and template; the browser tests stay on one worker: --dist loadgroup).
-# SQLITE_WORKERS / PG_WORKERS set one engine's. Measured again on the whole suite in a
-# fresh clone (2026-12-06, quiet machine): one process each, SQLite 15 min 39 s and
-# PostgreSQL 22 min 8 s; PG_WORKERS=2 brought PostgreSQL to 17 min 52 s, but SQLite
-# beside it had done under half its tests at 20 min: the PostgreSQL job waits more than
-# it computes, and its second worker takes the CPU SQLite's job needs. So 0 stays.
-TEST_WORKERS ?= 0
+# TEST_WORKERS: pytest-xdist's -n for each engine's job (0: one pytest process each);
+# every worker has its own test database and template, and the browser tests stay on
+# one worker (--dist loadgroup). SQLITE_WORKERS / PG_WORKERS set one engine's. 2,
+# measured on this 2-core machine in fresh clones with `CI=true bash .ci/run`, nothing
+# else running: one process each took 1,707 s in all (SQLite 19 min 20 s, PostgreSQL
+# 25 min 21 s; stop 38), two each 891 s (SQLite 12 min 24 s, PostgreSQL 14 min 9 s;
+# 7 December 2026). Most of each job waits rather than computes: the 66 browser
+# journeys took 5 min 20 s of wall time and under 2 min of CPU on SQLite alone, and the
+# PostgreSQL job waits on its server and on a template copy per transactional test;
+# a second worker fills those waits. Earlier measurements had kept 0: one under a
+# load of 7-9 from other work, and one (6 December) that gave a second worker to
+# PostgreSQL alone (17 min 52 s), whose processes then took the CPU from SQLite's one.
+TEST_WORKERS ?= 2
 test: venv chromium
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
