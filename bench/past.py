@@ -34,10 +34,11 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from .config import Sizes
+from .inproc import get_ok
 from .pg import Postgres, copy_history
 from .proc import DataDir, Workspace, child, log, manage
 from .report import Section, Target, ms, ratio, table
-from .stats import Spread
+from .stats import Spread, rounds
 
 JOURNEYS = 3
 ROWS_BACK = 20_000  # the store-wide moment: this many log rows before the newest
@@ -241,20 +242,8 @@ def measure(reps: int) -> dict[str, Any]:
         "kv_as_of": f"/kv?{urlencode({**kv, 'as_of': first_attempt})}",
         "kv_now": f"/kv?{urlencode(kv)}",
     }
-    times: dict[str, list[float]] = {name: [] for name in pages}
-    sizes: dict[str, int] = {}
-    for rep in range(reps + 1):  # the first round warms up and is not kept
-        for name, url in pages.items():
-            started = time.perf_counter()
-            response = client.get(url)
-            elapsed = time.perf_counter() - started
-            if response.status_code != 200:
-                raise RuntimeError(f"GET {url}: {response.status_code}")
-            if rep:
-                times[name].append(elapsed)
-            else:
-                sizes[name] = len(response.content)
-    return {"pages": pages, "times": times, "bytes": sizes, "logged": logged}
+    calls = {name: lambda url=url: get_ok(client, url) for name, url in pages.items()}
+    return {"pages": pages, "times": rounds(calls, reps), "logged": logged}
 
 
 def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes, pg: Postgres | None) -> Section:

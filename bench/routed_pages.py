@@ -16,13 +16,13 @@ benchmarks 3 and 7; the pages are requested in turn, so each sees the same machi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from .config import Sizes
+from .inproc import get_ok
 from .proc import DataDir, Workspace, child, log
 from .report import Section, Target, ms, ratio, table
-from .stats import Spread
+from .stats import Spread, rounds
 
 SEED = 60
 CLONE_BATCH = 5_000
@@ -218,17 +218,8 @@ def measure(workflows: int, reps: int) -> dict[str, Any]:
         "workflows_page_11": f"/routed/workflows?after={middle}",
         "workflow_page": f"/routed/workflows/{running}",
     }
-    times: dict[str, list[float]] = {name: [] for name in pages}
-    for rep in range(reps + 1):
-        for name, url in pages.items():
-            started = time.perf_counter()
-            response = client.get(url)
-            elapsed = time.perf_counter() - started
-            if response.status_code != 200:
-                raise RuntimeError(f"GET {url}: {response.status_code}")
-            if rep:
-                times[name].append(elapsed)
-    return {"times": times, "workflows": count, "works": works}
+    calls = {name: lambda url=url: get_ok(client, url) for name, url in pages.items()}
+    return {"times": rounds(calls, reps), "workflows": count, "works": works}
 
 
 def run(ws: Workspace, history: DataDir, sizes: Sizes) -> Section:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -61,3 +61,17 @@ def timed(fn: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]
         fn()
         out.append(time.perf_counter() - started)
     return out
+
+
+def rounds(calls: Mapping[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
+    """Seconds per call of each of ``calls``: ``reps`` rounds, each calling every one in
+    turn, after one warm-up round that is not kept. Interleaved, so every call sees the
+    same machine conditions (a drifting load falls on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for rep in range(reps + 1):
+        for name, call in calls.items():
+            started = time.perf_counter()
+            call()
+            if rep:
+                times[name].append(time.perf_counter() - started)
+    return times

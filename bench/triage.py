@@ -19,9 +19,10 @@ import time
 from typing import Any
 
 from .config import Sizes
+from .inproc import get_ok
 from .proc import DataDir, Workspace, child, log
 from .report import Section, Target, ms, ratio, table
-from .stats import Spread
+from .stats import Spread, rounds
 
 BATCH = 250
 
@@ -84,25 +85,14 @@ def measure(reps: int, bulk: int) -> dict[str, Any]:
     client.force_login(user)
     pages = {"list": "/", "exhausted": "/?is=exhausted&sort=updated", "errors": "/errors"}
 
-    def get(url: str) -> str:
-        response = client.get(url)
-        if response.status_code != 200:
-            raise RuntimeError(f"GET {url}: {response.status_code}")
-        return response.content.decode()
-
-    times: dict[str, list[float]] = {name: [] for name in (*pages, "confirm", "retry")}
-    for rep in range(reps + 1):  # the first round warms up and is not kept
-        for name, url in pages.items():
-            started = time.perf_counter()
-            get(url)
-            if rep:
-                times[name].append(time.perf_counter() - started)
+    calls = {name: lambda url=url: get_ok(client, url) for name, url in pages.items()}
+    times = rounds(calls, reps) | {"confirm": [], "retry": []}
     done = 0
     for rep in range(max(2, reps // 2)):
         _exhausted_batch(f"bench-retry-{rep}", bulk)
         url = "/actions/bulk?is=exhausted&error=upstream+%3Cn%3E+for+order+%3Cn%3E&do=retry-all"
         started = time.perf_counter()
-        html = get(url)
+        html = get_ok(client, url).decode()
         confirm = time.perf_counter() - started
         through = re.search(r'name="through" value="([^"]+)"', html)
         token = re.search(r'name="token" value="([^"]+)"', html)

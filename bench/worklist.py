@@ -15,14 +15,14 @@ alternate between the pages, so all see the same machine conditions.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import urlencode
 
 from .config import Sizes
+from .inproc import get_ok
 from .proc import DataDir, Workspace, child, log
 from .report import Section, Target, ms, ratio, table
-from .stats import Spread
+from .stats import Spread, rounds
 
 ADMIN = "/bench-admin/storage/workrow/"
 SHIPPED = "/bench-admin-shipped/storage/workrow/"
@@ -97,13 +97,8 @@ def measure(reps: int) -> dict[str, Any]:
         "metrics": "/metrics",
     }
 
-    def get(url: str) -> None:
-        response = client.get(url)
-        if response.status_code != 200:
-            raise RuntimeError(f"GET {url}: {response.status_code}")
-
     calls: dict[str, Callable[[], object]] = {
-        name: lambda url=url: get(url) for name, url in pages.items()
+        name: lambda url=url: get_ok(client, url) for name, url in pages.items()
     }
     # The API's Work list (console/api/, issue 31): the token alone, no session. The
     # token's last use is written at most once a minute, so once or twice a run.
@@ -139,13 +134,7 @@ def measure(reps: int) -> dict[str, Any]:
     calls["series_everything_scope"] = lambda: view(
         store, None, lambda tx: _series(tx, everything, tree)
     )
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for rep in range(reps + 1):  # the first round warms up and is not kept
-        for name, call in calls.items():
-            started = time.perf_counter()
-            call()
-            if rep:
-                times[name].append(time.perf_counter() - started)
+    times = rounds(calls, reps)
     week = read_dashboard(None, WINDOWS["7d"])
     if week is None:  # only a poll with the current stamp gets None
         raise RuntimeError("the dashboard read returned no page")
