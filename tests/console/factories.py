@@ -34,6 +34,7 @@ from storage import (
     view,
 )
 from storage.default import default_artifacts, default_store
+from storage.ops import manual
 
 KIND = "billing.charge"
 
@@ -383,3 +384,69 @@ def kv(
 
     default_store().transact(Guard(lease=lease), run)
     return view(default_store(), None, lambda tx: tx.store_version())
+
+
+def failed_parked_retried(
+    work_id: str, *, kind: str, topic: str, failures: int, wait_id: str
+) -> None:
+    """A Work's long life, each step its own transaction, as the browser journeys into
+    the past open it: ``failures`` attempts fail (message ``declined <n>``), each
+    followed by the Event ``declined-<n>`` (type ``<topic>.declined``); the next one
+    parks on the Wait ``wait_id`` (then the Event ``parked``, ``<topic>.parked``), is
+    woken by the Event ``approval`` and fails; an operator's retry (a manual Event by
+    operator:alice) starts one more attempt, which completes."""
+    work(work_id, kind=kind)
+    for n in range(1, failures + 1):
+        x = start(work_id)
+        finish(
+            x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=f"declined {n}"
+        )
+        event(f"declined-{n}", work_id=work_id, type=f"{topic}.declined")
+    parked = start(work_id)
+
+    def park(tx: Tx) -> None:
+        waiting = Outcome(OutcomeKind.WAITING)
+        tx.put_execution(
+            replace(tx.execution(parked.id), state=ExecutionState.PARKED, outcome=waiting)
+        )
+        tx.put_work(replace(tx.work(work_id), state=WorkState.WAITING))
+        tx.put_wait(
+            Wait(
+                id=wait_id,
+                work_id=work_id,
+                execution_id=parked.id,
+                types=("approval.granted",),
+                description="waiting for the bank's approval",
+            )
+        )
+
+    transact(park)
+    event("parked", work_id=work_id, type=f"{topic}.parked")
+
+    def approved_then_failed(tx: Tx) -> None:
+        tx.accept_event(
+            Event(
+                id="approval",
+                source="bank",
+                delivery_id="d-approval",
+                type="approval.granted",
+                work_id=work_id,
+            )
+        )
+        tx.put_wait(replace(tx.wait(wait_id), state=WaitState.WOKEN, woken_by="approval"))
+        failure = Outcome(OutcomeKind.FAILED, f"declined {failures + 1}")
+        tx.put_execution(
+            replace(tx.execution(parked.id), state=ExecutionState.FAILED, outcome=failure)
+        )
+        tx.put_work(replace(tx.work(work_id), state=WorkState.READY))
+
+    transact(approved_then_failed)
+    store = default_store()
+    stored, _ = store.transact(
+        Guard(),
+        lambda tx: manual.record(tx, manual.Action.RETRY, "alice", work_id, "bank said yes", "t1"),
+    )
+    manual.do_apply_manual_event(store, stored.id)
+    last = max(transact(lambda tx: tx.executions(work_id)), key=lambda x: x.attempt)
+    transact(lambda tx: tx.claim(last.id, "worker-1", tx.now + seconds(30)))
+    finish(last.id, work_state=WorkState.COMPLETED)

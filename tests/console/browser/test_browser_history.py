@@ -6,23 +6,9 @@ sideways scroll at 360 px, axe-clean in both themes, the way back to now on ever
 page."""
 
 import re
-from dataclasses import replace
 
 import pytest
 
-from storage import (
-    Event,
-    ExecutionState,
-    Guard,
-    Outcome,
-    OutcomeKind,
-    Tx,
-    Wait,
-    WaitState,
-    WorkState,
-)
-from storage.default import default_store
-from storage.ops import manual
 from tests.console import factories as f
 from tests.console.browser.pagechecks import fits_and_passes_axe
 from tests.console.browser.support import sign_in
@@ -35,63 +21,13 @@ pytestmark = [
 WORK = "charge/2026-12-06/" + "x" * 60  # a long ID with slashes: it must wrap at 360 px
 
 
-def fail(n: int) -> None:
-    x = f.start(WORK)
-    f.finish(x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=f"declined {n}")
-    f.event(f"declined-{n}", work_id=WORK, type="charge.declined")
-
-
 def seed() -> None:
     """Attempts 1 and 2 fail; attempt 3 parks on a Wait for approval, is woken and
     fails too; an operator's retry (a manual Event by operator:alice) starts attempt
     4, which completes."""
-    f.work(WORK, kind="billing.charge")
-    fail(1)
-    fail(2)
-    x3 = f.start(WORK)
-
-    def park(tx: Tx) -> None:
-        waiting = Outcome(OutcomeKind.WAITING)
-        tx.put_execution(replace(tx.execution(x3.id), state=ExecutionState.PARKED, outcome=waiting))
-        tx.put_work(replace(tx.work(WORK), state=WorkState.WAITING))
-        tx.put_wait(
-            Wait(
-                id="approval-wait",
-                work_id=WORK,
-                execution_id=x3.id,
-                types=("approval.granted",),
-                description="waiting for the bank's approval",
-            )
-        )
-
-    f.transact(park)
-    f.event("parked", work_id=WORK, type="charge.parked")
-
-    def approved_then_failed(tx: Tx) -> None:
-        tx.accept_event(
-            Event(
-                id="approval",
-                source="bank",
-                delivery_id="d-approval",
-                type="approval.granted",
-                work_id=WORK,
-            )
-        )
-        tx.put_wait(replace(tx.wait("approval-wait"), state=WaitState.WOKEN, woken_by="approval"))
-        failure = Outcome(OutcomeKind.FAILED, "declined 3")
-        tx.put_execution(replace(tx.execution(x3.id), state=ExecutionState.FAILED, outcome=failure))
-        tx.put_work(replace(tx.work(WORK), state=WorkState.READY))
-
-    f.transact(approved_then_failed)
-    store = default_store()
-    stored, _ = store.transact(
-        Guard(),
-        lambda tx: manual.record(tx, manual.Action.RETRY, "alice", WORK, "bank said yes", "t1"),
+    f.failed_parked_retried(
+        WORK, kind="billing.charge", topic="charge", failures=2, wait_id="approval-wait"
     )
-    manual.do_apply_manual_event(store, stored.id)
-    x4 = max(f.transact(lambda tx: tx.executions(WORK)), key=lambda x: x.attempt)
-    f.transact(lambda tx: tx.claim(x4.id, "worker-1", tx.now + 30 * 10**9))
-    f.finish(x4.id, work_state=WorkState.COMPLETED)
 
 
 def test_a_work_as_of_an_event_three_attempts_ago_and_what_changed_since(

@@ -10,24 +10,10 @@ moment it parked, which differ from now by that Work alone. Every page fits 360 
 and is axe-clean in both themes."""
 
 import re
-from dataclasses import replace
 
 import pytest
 from django.core.management import call_command
 
-from storage import (
-    Event,
-    ExecutionState,
-    Guard,
-    Outcome,
-    OutcomeKind,
-    Tx,
-    Wait,
-    WaitState,
-    WorkState,
-)
-from storage.default import default_store
-from storage.ops import manual
 from tests.console import factories as f
 from tests.console.browser.pagechecks import fits_and_passes_axe
 from tests.console.browser.support import sign_in
@@ -44,55 +30,12 @@ FAILED = 12  # attempts that fail before the one that parks
 
 
 def live_long() -> None:
-    """The long-lived Work's life, each step its own transaction (``FAILED`` failures,
+    """The long-lived Work's life, each step its own transaction: ``FAILED`` failures,
     each followed by its Event; a park on a Wait, a wake, a failure; a retry by
-    operator:alice; a completed attempt)."""
-    f.work(WORK, kind="billing.payout")
-    for n in range(1, FAILED + 1):
-        x = f.start(WORK)
-        f.finish(
-            x.id, state=ExecutionState.FAILED, work_state=WorkState.READY, message=f"declined {n}"
-        )
-        f.event(f"declined-{n}", work_id=WORK, type="payout.declined")
-    parked = f.start(WORK)
-
-    def park(tx: Tx) -> None:
-        waiting = Outcome(OutcomeKind.WAITING)
-        tx.put_execution(
-            replace(tx.execution(parked.id), state=ExecutionState.PARKED, outcome=waiting)
-        )
-        tx.put_work(replace(tx.work(WORK), state=WorkState.WAITING))
-        tx.put_wait(
-            Wait(
-                id="payout-approval",
-                work_id=WORK,
-                execution_id=parked.id,
-                types=("approval.granted",),
-            )
-        )
-
-    f.transact(park)
-    f.event("parked", work_id=WORK, type="payout.parked")
-
-    def woken_then_failed(tx: Tx) -> None:
-        tx.accept_event(Event("approval", "bank", "d-approval", "approval.granted", work_id=WORK))
-        tx.put_wait(replace(tx.wait("payout-approval"), state=WaitState.WOKEN, woken_by="approval"))
-        failure = Outcome(OutcomeKind.FAILED, f"declined {FAILED + 1}")
-        tx.put_execution(
-            replace(tx.execution(parked.id), state=ExecutionState.FAILED, outcome=failure)
-        )
-        tx.put_work(replace(tx.work(WORK), state=WorkState.READY))
-
-    f.transact(woken_then_failed)
-    store = default_store()
-    stored, _ = store.transact(
-        Guard(),
-        lambda tx: manual.record(tx, manual.Action.RETRY, "alice", WORK, "bank said yes", "t1"),
+    operator:alice; a completed attempt."""
+    f.failed_parked_retried(
+        WORK, kind="billing.payout", topic="payout", failures=FAILED, wait_id="payout-approval"
     )
-    manual.do_apply_manual_event(store, stored.id)
-    last = max(f.transact(lambda tx: tx.executions(WORK)), key=lambda x: x.attempt)
-    f.transact(lambda tx: tx.claim(last.id, "worker-1", tx.now + 30 * 10**9))
-    f.finish(last.id, work_state=WorkState.COMPLETED)
 
 
 def as_of(page, event_id: str):
