@@ -26,9 +26,14 @@ from ..records import WorkQuery
 MERGED_STATES = 3
 
 
+def _time(query: WorkQuery) -> str:
+    """The time column ``query``'s order sorts by (then by ID)."""
+    return "updated_ns" if query.order.by_updated else "created_ns"
+
+
 def ordered(qs: QuerySet[WorkRow], query: WorkQuery) -> QuerySet[WorkRow]:
     """``qs`` in the query's keyset order, after its cursor (not yet cut)."""
-    col = "updated_ns" if query.order.by_updated else "created_ns"
+    col = _time(query)
     desc = query.order.descending
     if query.after is not None:
         t, id = query.after.time, query.after.id
@@ -51,7 +56,7 @@ def merged(
     """The SQL of ``query``'s page (its records' JSON, in its order) as one range per
     state (``filtered``: the query's rows, unordered, for a ``WorkQuery``), each cut at
     the limit, merged and cut again."""
-    col = "updated_ns" if query.order.by_updated else "created_ns"
+    col = _time(query)
     direction = " DESC" if query.order.descending else ""
     branches, params = [], []
     for n, state in enumerate(sorted(query.states)):
