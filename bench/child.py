@@ -17,6 +17,7 @@ from . import (
     history,
     load,
     past,
+    poll_cost,
     readers,
     routed,
     routed_files,
@@ -48,6 +49,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "routed_files.measure": routed_files.measure,
     "routed_pages.measure": routed_pages.measure,
     "past.measure": past.measure,
+    "poll_cost.measure": poll_cost.measure,
 }
 
 

@@ -35,8 +35,8 @@ from urllib.parse import quote, urlencode
 
 from .config import Sizes
 from .inproc import get_ok
-from .pg import Postgres, copy_history
-from .proc import DataDir, Workspace, child, log, manage
+from .pg import Postgres, on_both_engines
+from .proc import DataDir, Workspace
 from .report import Section, Target, ms, ratio, table
 from .stats import Spread, rounds
 
@@ -54,7 +54,7 @@ PAGES = (
 )
 
 
-def _journey(n: int) -> dict[str, Any]:
+def journey(n: int) -> dict[str, Any]:
     """(child) One Work through the life the benchmark opens in the past; returns its
     ID, the sequence of the Event of its first failure, and the version before its
     first attempt's KV write."""
@@ -219,7 +219,7 @@ def measure(reps: int) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    journeys = [_journey(n) for n in range(JOURNEYS)]
+    journeys = [journey(n) for n in range(JOURNEYS)]
     work = journeys[-1]
     back, logged = _rows_back(ROWS_BACK)
     history_work, history_version = _history_work()
@@ -247,25 +247,17 @@ def measure(reps: int) -> dict[str, Any]:
 
 
 def run(ws: Workspace, histories: dict[str, DataDir], sizes: Sizes, pg: Postgres | None) -> Section:
-    results: dict[tuple[str, str], dict[str, Any]] = {}
     engines = ["SQLite"] + (["PostgreSQL"] if pg is not None else [])
-    for key, works in (("small", sizes.small), ("large", sizes.large)):
-        log(f"benchmark 11: the past's pages at {works:,} Work, SQLite")
-        data = ws.copy_of(histories[key], f"past-{key}")
-        if pg is not None:  # before the SQLite child writes its journeys into the copy
-            started = time.monotonic()
-            url = pg.database(f"past_{key}")
-            manage(data.on_postgres(url), "migrate", "--noinput", "-v", "0")
-            copy_history(data, url)
-            log(f"  copied to PostgreSQL in {time.monotonic() - started:.0f} s")
-        results[("SQLite", key)] = child(data, "past.measure", reps=sizes.page_reps)
-        if pg is not None:
-            log(f"benchmark 11: the past's pages at {works:,} Work, PostgreSQL")
-            results[("PostgreSQL", key)] = child(
-                data.on_postgres(url), "past.measure", reps=sizes.page_reps
-            )
-            pg.drop(url)
-        ws.discard(data)
+    works = {"small": sizes.small, "large": sizes.large}
+    results = on_both_engines(
+        ws,
+        histories,
+        works,
+        pg,
+        "benchmark 11: the past's pages",
+        "past.measure",
+        reps=sizes.page_reps,
+    )
     section = Section(
         "11",
         "The store's past: pages as of a moment",

@@ -15,11 +15,13 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .proc import ROOT, DataDir, log
+from .proc import ROOT, DataDir, Workspace, child, log, manage
 
 SCRIPT = ROOT / "scripts" / "pg-throwaway.sh"
 BASH = shutil.which("bash") or "/bin/bash"
@@ -193,3 +195,36 @@ def copy_history(source: DataDir, url: str) -> None:
             conn.execute("ANALYZE")
     finally:
         src.close()
+
+
+def on_both_engines(
+    ws: Workspace,
+    histories: dict[str, DataDir],
+    works: dict[str, int],
+    pg: Postgres | None,
+    name: str,
+    task: str,
+    **kwargs: object,
+) -> dict[tuple[str, str], Any]:
+    """``task`` (a ``bench.child`` task) run in a copy of each history (by key, its
+    size in ``works``) on SQLite, and on a PostgreSQL copy made before the SQLite child
+    writes into it; the results by (engine, key). ``name`` labels the progress lines
+    and the copies."""
+    results: dict[tuple[str, str], Any] = {}
+    for key, size in works.items():
+        log(f"{name} at {size:,} Work, SQLite")
+        data = ws.copy_of(histories[key], f"{task.split('.')[0]}-{key}")
+        url = ""
+        if pg is not None:
+            started = time.monotonic()
+            url = pg.database(f"{task.split('.')[0]}_{key}")
+            manage(data.on_postgres(url), "migrate", "--noinput", "-v", "0")
+            copy_history(data, url)
+            log(f"  copied to PostgreSQL in {time.monotonic() - started:.0f} s")
+        results[("SQLite", key)] = child(data, task, **kwargs)
+        if pg is not None:
+            log(f"{name} at {size:,} Work, PostgreSQL")
+            results[("PostgreSQL", key)] = child(data.on_postgres(url), task, **kwargs)
+            pg.drop(url)
+        ws.discard(data)
+    return results

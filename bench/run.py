@@ -25,6 +25,7 @@ from . import (
     history,
     load,
     past,
+    poll_cost,
     readers,
     routed,
     routed_files,
@@ -40,7 +41,7 @@ from .pg import Postgres, find
 from .proc import ROOT, DataDir, Workspace, log, manage
 from .report import Section, Target, machine, write
 
-ALL = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
+ALL = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
 TITLES = {
     "1": "Transaction throughput",
     "2": "Cost follows the selection, not the history",
@@ -53,6 +54,7 @@ TITLES = {
     "9": "Routed runs: the Workflows list and the workflow page",
     "10": "Polls on the wire, compressed and not",
     "11": "The store's past: pages as of a moment",
+    "12": "Polls while the runtime commits",
 }
 
 
@@ -64,7 +66,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", default=_flag("BENCH_FULL"))
     parser.add_argument("--toy", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,...,11)")
+    parser.add_argument("--only", default=",".join(ALL), help="benchmarks to run (1,...,12)")
     parser.add_argument(
         "--no-pg",
         dest="pg",
@@ -140,13 +142,13 @@ def main(argv: list[str] | None = None) -> int:
             sections[number] = section
 
     try:
-        if only & {"1", "2", "6", "8", "11"}:
+        if only & {"1", "2", "6", "8", "11", "12"}:
             pg, pg_status = find(args.pg)
             if pg is not None:
                 pg_status = pg.describe()
             log(f"PostgreSQL: {pg_status}")
         manage(ws.fresh("collectstatic"), "collectstatic", "--noinput", "-v", "0")
-        if only & {"2", "3", "4", "5", "7", "9", "10", "11"}:
+        if only & {"2", "3", "4", "5", "7", "9", "10", "11", "12"}:
             log(f"seed history: manage.py generate --works {sizes.seed:,}")
             seed = history.seed(kept, sizes.seed, sizes.unrouted, progress=sizes is not TOY)
             log(f"seed: {seed.line} (wall {seed.seconds:.0f} s)")
@@ -211,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
         attempt(
             "11",
             lambda: past.run(
+                ws, {key: history_of(key, realistic=True) for key in ("small", "large")}, sizes, pg
+            ),
+        )
+        attempt(
+            "12",
+            lambda: poll_cost.run(
                 ws, {key: history_of(key, realistic=True) for key in ("small", "large")}, sizes, pg
             ),
         )

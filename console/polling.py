@@ -15,6 +15,13 @@ A polling region sends the stamp it was rendered from, ``<store part>-<digest>``
   which storage keeps without a revision or ``updated_at`` bump; a region whose
   content changed must never answer 204, so the digest covers everything it reads.
 
+- the mark (optional, a third part): what a region can learn from indexes alone about
+  whether its content changed (``storage.Tx.work_mark`` for a Work's page); when it
+  is as the poll saw it, the view answers 204 after reading only it, so a region the
+  runtime's commits elsewhere never touch costs a few index reads, not the page. A
+  region passes ``mark`` to ``polled_view``; a mark of "" means "cannot tell" (the
+  page is built and hashed as above).
+
 A 204 carries the stamp as it is now (the ``X-Console-Stamp`` header); console.js keeps it on the
 region and sends it back in the same header, so the next poll can take the cheap path
 again. Without that script the stamp in the poll URL is used, which is only slower.
@@ -127,19 +134,32 @@ def read[T](fn: Callable[[Tx], T], now: int | None = None) -> T:
     return storage.view(default_store(), now, fn)
 
 
-def region_stamp[T](tx: Tx, seen: str, build: Callable[[Tx, str], T], period: int = 0) -> T | None:
+def region_stamp[T](
+    tx: Tx,
+    seen: str,
+    build: Callable[[Tx, str], T],
+    period: int = 0,
+    mark: Callable[[Tx], str] | None = None,
+) -> T | None:
     """The prologue inside a View (see ``polled_view``): the page, or None with
     ``_current`` set to the stamp the 204 carries."""
     store = stamp_of(tx)
     if period:
         store = f"{store}.{tx.now // period}"
-    seen_store, _, seen_digest = seen.partition("-")
+    seen_store, _, rest = seen.partition("-")
+    seen_digest, _, seen_mark = rest.partition("-")
     if seen and seen_store == store:
         _current.set(seen)
         return None
+    # Only a poll reads the mark: a page's first render does not pay for it, and its
+    # first poll after a commit carries the mark back in its 204's stamp.
+    marked = mark(tx) if mark is not None and seen else ""
+    if marked and seen_mark == marked:
+        _current.set(f"{store}-{seen_digest}-{marked}")
+        return None
     page = build(tx, "")
     digest = digest_of(page)
-    stamp = f"{store}-{digest}"
+    stamp = f"{store}-{digest}-{marked}" if marked else f"{store}-{digest}"
     if seen and seen_digest == digest:
         _current.set(stamp)
         return None
@@ -149,19 +169,28 @@ def region_stamp[T](tx: Tx, seen: str, build: Callable[[Tx, str], T], period: in
     return page
 
 
+def mark_of(value: Any) -> str:
+    """A region's mark (see the module): a short hash of what ``value`` holds."""
+    return hashlib.blake2b(repr(_canonical(value)).encode(), digest_size=8).hexdigest()
+
+
 def polled_view[T](
     seen: str,
     build: Callable[[Tx, str], T],
     *,
     now: int | None = None,
     period: int = 0,
+    mark: Callable[[Tx], str] | None = None,
 ) -> T | None:
     """``build(tx, stamp)`` in one View, or None ("unchanged") when the region is as
-    ``seen`` showed it: at once when nothing committed since (the store part), else
-    after ``build`` when its content hashes the same (the digest). ``build`` is
-    called with "" and the page's ``stamp`` field is filled in after. ``period`` (ns)
-    adds the View's time divided by it to the store part, so a page whose figures
-    move with time alone (leases expiring, buckets rolling over) is rebuilt at least
-    once a period."""
+    ``seen`` showed it: at once when nothing committed since (the store part), or
+    when ``mark(tx)`` (cheap reads) is as it was (the mark), else after ``build`` when
+    its content hashes the same (the digest). ``build`` is called with "" and the
+    page's ``stamp`` field is filled in after. ``period`` (ns) adds the View's time
+    divided by it to the store part, so a page whose figures move with time alone
+    (leases expiring, buckets rolling over) is rebuilt at least once a period; a
+    mark could not say when that is due, so a region has one or the other."""
+    if period and mark is not None:
+        raise ValueError("a polled region takes a period or a mark, not both")
     _current.set("")
-    return read(lambda tx: region_stamp(tx, seen, build, period), now)
+    return read(lambda tx: region_stamp(tx, seen, build, period, mark), now)

@@ -89,7 +89,15 @@ from .records import (
     WorkQuery,
     WorkState,
 )
-from .versions import PRUNE_BATCH, KvAsOf, RecordAt, RecordVersion, VersionKind, WorkAsOf
+from .versions import (
+    PRUNE_BATCH,
+    KvAsOf,
+    RecordAt,
+    RecordVersion,
+    VersionKind,
+    WorkAsOf,
+    WorkMark,
+)
 
 __all__ = [
     "KV_VALUE_LIMIT",
@@ -159,6 +167,7 @@ __all__ = [
     "WorkAsOf",
     "WorkFacets",
     "WorkKey",
+    "WorkMark",
     "WorkOrder",
     "WorkQuery",
     "WorkState",

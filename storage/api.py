@@ -36,7 +36,15 @@ from .records import (
     WorkFacets,
     WorkQuery,
 )
-from .versions import PRUNE_BATCH, KvAsOf, RecordAt, RecordVersion, VersionKind, WorkAsOf
+from .versions import (
+    PRUNE_BATCH,
+    KvAsOf,
+    RecordAt,
+    RecordVersion,
+    VersionKind,
+    WorkAsOf,
+    WorkMark,
+)
 
 if TYPE_CHECKING:  # storage.run_records builds on this module
     from .run_records.records import DurableRunRecord, RunQuery, StoredRun
@@ -379,6 +387,12 @@ class Tx(Protocol):
     def work_as_of(self, work_id: str, version: int) -> WorkAsOf:
         """A Work with its attempts, Waits and Timers as they were once ``version``
         had committed."""
+        ...
+
+    def work_mark(self, work_id: str, children: int = 0) -> WorkMark:
+        """What changes whenever anything of the Work's page changes: the Work, its
+        attempts, Waits and Timers, its timeline's Events, its first ``children``
+        children (``storage.versions.WorkMark``); a few index reads, nothing decoded."""
         ...
 
     def version_at(self, at: Nanos) -> int:

@@ -43,6 +43,7 @@ from .records import (
     Wait,
     Work,
     WorkFacets,
+    WorkOrder,
     WorkQuery,
     is_live,
 )
@@ -51,6 +52,7 @@ from .run_records.query import RunRow, count_run_rows, select_run_rows
 from .run_records.records import RunQuery
 from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
+from .versions import WorkMark
 
 T = TypeVar("T")
 
@@ -266,6 +268,26 @@ class MemoryTx(MemoryVersions, BaseTx):
 
     def _count_events(self, scan: EventScan) -> int:
         return sum(1 for seq in self.state.events if scan.matches(self._stored(seq)))
+
+    def _work_mark(self, work_id: str, children: int) -> WorkMark:
+        def newest(kind: str, id: str) -> int:
+            rows = self.state.versions
+            return max((r.position for r in rows if (r.kind, r.id) == (kind, id)), default=0)
+
+        events = self._scan_events(EventScan(work_id=work_id))
+        query = WorkQuery(parent_id=work_id, order=WorkOrder.CREATED_ASC, limit=children + 1)
+        kids = select_works(query, self._list("work")) if children else []
+        filed = [r.position for r in self.state.versions if r.work_id == work_id]
+        return WorkMark(
+            position=max(filed, default=0),
+            timers=len(self._list("timer", work_id=work_id, live=True)),
+            events=len(events),
+            newest_event=max((e.sequence for e in events), default=0),
+            routed_events=sum(1 for e in events if e.route is not None),
+            scoped_events=sum(1 for e in events if e.scope_id),
+            active_waits=len(self._list("wait", work_id=work_id, live=True)),
+            children=tuple((w.id, newest("work", w.id)) for w in kids),
+        )
 
     def _latest_sequence(self) -> int:
         return self.state.sequence

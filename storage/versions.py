@@ -92,3 +92,34 @@ class KvAsOf:
 
 # How many rows one ``prune_versions`` call deletes at most (a transaction's worth).
 PRUNE_BATCH = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkMark:
+    """What changes whenever anything of a Work's page changes (``Tx.work_mark``), read
+    from indexes without decoding a record: a live region polls it instead of
+    rebuilding the page while the runtime commits elsewhere.
+
+    ``position``: the newest log row filed under the Work (0: none; the log is pruned
+    from the oldest, so a prune can only lower it); ``timers``: its live Timers (a
+    Timer moved to it is filed under the Work it left, so only their count shows it
+    arrived); ``events``, ``newest_event``, ``routed_events``, ``scoped_events``: the
+    Events of its timeline (its own and those routed to it), the highest sequence among
+    them, and how many have a route and a Scope (each set once: a count rises when one
+    is set); ``active_waits``: its active Waits; ``children``: its first children in
+    creation order (as many as asked for, and one more to tell there are more), each
+    with the newest log row of its Work record.
+
+    The promise, for a store whose every writer keeps the version log: if the Work,
+    one of its attempts, Waits or Timers, an Event of its timeline or one of those
+    children differs between two Views, their marks differ. Not the converse: a prune
+    or a change the page does not show may change the mark too."""
+
+    position: int
+    timers: int
+    events: int
+    newest_event: int
+    routed_events: int
+    scoped_events: int
+    active_waits: int
+    children: tuple[tuple[str, int], ...]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console.attempts import LastTry, attempt_label, last_try, read_last_tries, wait_label
-from console.polling import polled_view, read
+from console.polling import mark_of, polled_view, read
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
 from console.works.waiting import WhyWaiting, explain_waits
@@ -157,9 +157,19 @@ class WorkDetail:
         return {t.id: t for t in self.timers}
 
 
+def work_page_mark(tx: Tx, work_id: str) -> str:
+    """The Work page's mark (``console.polling``): ``Tx.work_mark`` of the Work and
+    the children the page lists, or "" (cannot tell) while it has an active Wait,
+    whose near misses are the store's newest Events of the awaited types."""
+    found = tx.work_mark(work_id, CHILDREN_MAX)
+    return "" if found.active_waits else mark_of(found)
+
+
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
-    """Queries: the stamp (2), the Work (1), children (1), attempts (1), timeline (1),
-    Waits (1), Timers (1), and one per active Wait (its near misses)."""
+    """Queries: the stamp (2), on a poll after a commit the mark (2:
+    ``work_page_mark``), then when it moved or on a first render: the Work (1),
+    children (1), attempts (1), timeline (1), Waits (1), Timers (1), and one per
+    active Wait (its near misses)."""
 
     def build(tx: Tx, stamp: str) -> WorkDetail:
         work = tx.work(work_id)
@@ -189,4 +199,4 @@ def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
             waiting=explain_waits(tx, waits, timers),
         )
 
-    return polled_view(seen, build)
+    return polled_view(seen, build, mark=lambda tx: work_page_mark(tx, work_id))

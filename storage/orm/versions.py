@@ -10,7 +10,7 @@ from typing import Any
 
 from ..records import Nanos
 from ..tx.versions import decoded, first_position, version_of
-from ..versions import RecordVersion, VersionKind
+from ..versions import RecordVersion, VersionKind, WorkMark
 from . import schema
 from .pages import OrmPages
 from .writebehind import WriteBehind
@@ -143,6 +143,49 @@ class OrmVersions(OrmPages):
             params = [p for id, at in chunk for p in (kind, id, at)]
             out += [_version(r) for r in self._rows(sql, params)]
         return out
+
+    def _work_mark(self, work_id: str, children: int) -> WorkMark:
+        # One statement of index reads: the per-Work log index's last entry (a seek
+        # backward: the ORDER BY leads with the column fixed, as ``_ranged`` says), the live
+        # Timers' and active Waits' per-Work indexes, and the Work's Events (its own
+        # and routed to it: the two per-Work Event indexes, then their rows for the
+        # route and Scope columns; a handful for most Work).
+        timers, waits = schema.TABLES["timer"], schema.TABLES["wait"]
+        sql = (
+            f"SELECT (SELECT position FROM {schema.VERSION} WHERE work_id = %s AND {_FILED} "
+            "ORDER BY work_id DESC, position DESC LIMIT 1), "
+            f"(SELECT COUNT(*) FROM {timers.name} WHERE work_id = %s "
+            f"AND live = {self.dialect.true}), "
+            f"(SELECT COUNT(*) FROM {waits.name} WHERE work_id = %s AND {waits.live_sql}), "
+            "COUNT(*), MAX(seq), SUM(CASE WHEN disposition <> '' THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN scope_id <> '' THEN 1 ELSE 0 END) "
+            f"FROM {schema.EVENT} WHERE work_id = %s OR route_work_id = %s"
+        )
+        ((position, n_timers, n_waits, n_events, newest, routed, scoped),) = self._rows(
+            sql, [work_id] * 5
+        )
+        kids: list[tuple[str, int]] = []
+        if children:
+            # The children's index range (work_parent_created), then a seek of the
+            # per-record log index for each one's newest row.
+            sql = (
+                f"SELECT w.id, (SELECT v.position FROM {schema.VERSION} v "
+                "WHERE v.kind = 'work' AND v.record_id = w.id AND v.key = '' "
+                "ORDER BY v.kind DESC, v.record_id DESC, v.key DESC, v.position DESC LIMIT 1) "
+                f"FROM (SELECT id, created_ns FROM {schema.WORK} WHERE parent_id = %s "
+                "ORDER BY created_ns, id LIMIT %s) w ORDER BY w.created_ns, w.id"
+            )
+            kids = [(id, at or 0) for id, at in self._rows(sql, [work_id, children + 1])]
+        return WorkMark(
+            position=position or 0,
+            timers=n_timers,
+            events=n_events,
+            newest_event=newest or 0,
+            routed_events=routed or 0,
+            scoped_events=scoped or 0,
+            active_waits=n_waits,
+            children=tuple(kids),
+        )
 
     def _kv_first_versions(
         self, namespace: str, low: int, prefix: str, after: str, limit: int

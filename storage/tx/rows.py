@@ -40,7 +40,7 @@ from ..records import (
 )
 from ..run_records.query import RunRow
 from ..run_records.records import RunQuery
-from ..versions import RecordVersion, VersionKind
+from ..versions import RecordVersion, VersionKind, WorkMark
 
 
 class ContractRows(ABC):
@@ -376,6 +376,12 @@ class ContractRows(ABC):
         of ``work_id`` from ``low`` (when given: one read of the per-Work index), else
         of each ``kind`` record ID of ``seeks`` from its own position (one seek of the
         per-record index each); the cost follows the rows read, not the log."""
+
+    @abstractmethod
+    def _work_mark(self, work_id: str, children: int) -> WorkMark:
+        """``Tx.work_mark`` (``storage.versions.WorkMark``), ``children`` bounded:
+        counts and maxima over the Work's rows and index entries, no record decoded;
+        the children are the first ``children`` + 1 by (created_at, ID)."""
 
     @abstractmethod
     def _kv_first_versions(

@@ -26,6 +26,7 @@ from ..versions import (
     RecordVersion,
     VersionKind,
     WorkAsOf,
+    WorkMark,
 )
 from . import fields
 from .base import TxBase
@@ -43,6 +44,7 @@ VERSION_END = (1 << 63) - 1  # past every position
 START_MAX = VERSION_END - 1
 NANOS_MAX = (1 << 63) - 1
 LATER_MAX = 1000  # records one later_versions call looks up
+MARKED_CHILDREN_MAX = 1000  # children one work_mark covers
 
 
 def version_of(position: int) -> int:
@@ -275,6 +277,23 @@ class VersionRules(TxBase):
             fields.require_id(id, "record ID")
             seeks.append((id, first_position(_bounded(version, "version") + 1)))
         return {r.id: r for r in self._first_versions(kind=kind, seeks=seeks)}
+
+    def work_mark(self, work_id: str, children: int = 0) -> WorkMark:
+        """What changes whenever anything of the Work's page changes
+        (``storage.versions.WorkMark``): the newest log row filed under it, counts of
+        its live Timers, timeline Events (routed, scoped) and active Waits, and its
+        first ``children`` children (0 to ``MARKED_CHILDREN_MAX``) with the newest row
+        of each one's Work record. A Work that does not exist has an empty mark (its
+        page is a 404). Reads indexes only: the per-Work log index's last entry, the
+        Work's Events, Timers and Waits (a handful of rows for most Work), the
+        children's index range and one seek of the per-record log index each."""
+        self._check()
+        fields.require_id(work_id, "Work ID")
+        if isinstance(children, bool) or not isinstance(children, int):
+            raise Invalid(f"children is an integer, not {type(children).__name__}")
+        if not 0 <= children <= MARKED_CHILDREN_MAX:
+            raise Invalid(f"work_mark covers 0 to {MARKED_CHILDREN_MAX} children")
+        return self._work_mark(work_id, children)
 
     def version_at(self, at: Nanos) -> int:
         """The store version as of time ``at``: the last version committed at or before

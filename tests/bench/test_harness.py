@@ -21,6 +21,8 @@ SECTIONS = (
     "## 8. Routed runs: journal appends and artifact accepts",
     "## 9. Routed runs: the Workflows list and the workflow page",
     "## 10. Polls on the wire, compressed and not",
+    "## 11. The store's past: pages as of a moment",
+    "## 12. Polls while the runtime commits",
 )
 
 

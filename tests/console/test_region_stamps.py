@@ -2,11 +2,13 @@
 other things commit, and 200 as soon as something the region shows changed, even a
 change that does not touch the Work's revision (a Timer, an Event, a lease)."""
 
+from dataclasses import replace
+
 import pytest
 from django.db import connections
 
 from console.polling import HEADER
-from storage import Guard, LeaseRef
+from storage import Event, Guard, LeaseRef
 from storage.default import default_store
 from tests.console import factories as f
 from tests.console.conftest import DB
@@ -121,3 +123,85 @@ def test_a_commit_no_page_shows_answers_204_everywhere(as_alice, acme_work, path
 
     assert response.status_code == 204
     assert response[HEADER] != url.rsplit("stamp=", 1)[1]  # built and hashed, not skipped
+
+
+# -- the Work page's mark (issue 35): a poll after a commit elsewhere reads indexes only
+
+
+def marked_stamp(client, path):
+    """The stamp a Work page's region holds once its first poll after a commit came
+    back 204: the store part, the digest and the page's mark."""
+    url = poll_url_of(client.get(path).content.decode())
+    f.work(f"elsewhere-{path}")
+    response = poll(client, url)
+    assert response.status_code == 204
+    assert response[HEADER].count("-") == 2, response[HEADER]
+    return url, response[HEADER]
+
+
+def test_a_marked_work_page_poll_reads_only_its_mark(
+    as_alice, acme_work, django_assert_num_queries
+):
+    url, stamp = marked_stamp(as_alice, "/works/w1")
+    f.event("e-elsewhere")  # the runtime commits elsewhere
+    f.transact(lambda tx: tx.kv_put("test", "note", b"nothing the page shows"))
+
+    # BEGIN, snapshot, latest sequence, store version, the mark, its children, COMMIT:
+    # none of the Work's records is read or decoded.
+    with django_assert_num_queries(7, connection=connections["view"]):
+        response = poll(as_alice, url, stamp=stamp)
+
+    assert response.status_code == 204
+    assert response[HEADER].split("-")[1:] == stamp.split("-")[1:]
+    assert response[HEADER] != stamp
+
+
+def _route_to_w1(tx):
+    tx.accept_event(Event(id="e-routed", source="github", delivery_id="d-r", type="push.received"))
+    tx.mark_routed("e-routed", "w1", "routed")
+
+
+def _move_timer_in(tx):
+    timer = tx.timer("t-other")
+    tx.put_timer(replace(timer, work_id="w1"))
+
+
+# Every kind of change the Work page shows, each missed by a stamp of the Work's
+# revision: with a marked stamp, each answers 200.
+WORK_PAGE_CHANGES = {
+    **{name: make for name, (make, _, status) in CHANGES.items() if status == 200},
+    "an Event routed to it": lambda: f.transact(_route_to_w1),
+    "its Event given a Scope": lambda: f.transact(lambda tx: tx.set_event_scope("e1", "acme")),
+    "another Work's Timer moved to it": lambda: f.transact(_move_timer_in),
+    "a child created": lambda: f.work("w1-child", parent="w1"),
+    "a child changed": lambda: f.start("w1-kid"),  # it is running now
+}
+
+
+@pytest.mark.parametrize("change", list(WORK_PAGE_CHANGES))
+def test_a_change_the_work_page_shows_answers_200_to_a_marked_poll(as_alice, acme_work, change):
+    f.work("other")
+    f.timer("t-other", work_id="other", fire_in=60)
+    f.work("w1-kid", parent="w1")
+    url, stamp = marked_stamp(as_alice, "/works/w1")
+
+    WORK_PAGE_CHANGES[change]()
+
+    assert poll(as_alice, url, stamp=stamp).status_code == 200
+
+
+def test_a_waiting_work_page_is_built_on_every_poll_for_its_near_misses(as_alice):
+    """Its near misses are the store's newest Events of the awaited types, which no
+    index of the Work tells: the page has no mark, and an Event of that type routed
+    nowhere shows at once."""
+    f.parked("w1")
+    url = poll_url_of(as_alice.get("/works/w1").content.decode())
+    f.work("elsewhere")
+    stamp = poll(as_alice, url)[HEADER]
+    assert stamp.count("-") == 1  # no mark
+
+    f.event("e-near", type="approval.granted")
+
+    response = poll(as_alice, url, stamp=stamp)
+    assert response.status_code == 200
+    assert "e-near" in response.content.decode()

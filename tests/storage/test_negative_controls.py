@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
 from django.db import connections
 
-from storage import Guard, Nanos, StoredEvent
+from storage import Guard, Nanos, StoredEvent, WorkMark
 from storage.memory import MemoryStore, MemoryTx
 from storage.orm import OrmStore
 from storage.tx import TxScope
@@ -24,6 +25,7 @@ from .contract import test_checkpoints as checkpoints
 from .contract import test_events as events
 from .contract import test_versions as versions
 from .contract import test_views as views
+from .contract import test_work_mark as work_mark
 from .support import FakeClock
 
 T = TypeVar("T")
@@ -65,6 +67,17 @@ class UnloggedDeleteTx(MemoryTx):
 
 class UnloggedDeleteStore(MemoryStore):
     tx_class = UnloggedDeleteTx
+
+
+class UncountedTimersTx(MemoryTx):
+    """A Work's mark without its Timers' count: a Timer moved in goes unseen."""
+
+    def _work_mark(self, work_id: str, children: int) -> WorkMark:
+        return replace(super()._work_mark(work_id, children), timers=0)
+
+
+class UncountedTimersStore(MemoryStore):
+    tx_class = UncountedTimersTx
 
 
 class SerialisingViewStore(MemoryStore):
@@ -114,6 +127,7 @@ DEDUPLICATION = events.test_delivery_identity_versus_correlation
 ATOMICITY = checkpoints.test_atomic_route_effects
 VIEW_ISOLATION = views.test_view_reads_committed_state_alongside_writes
 VERSION_REPLAY = versions.test_replaying_the_log_to_any_version_is_what_a_fresh_store_reached
+WORK_MARK = work_mark.test_a_different_page_always_has_a_different_mark
 
 # The threads the View test starts (tests/storage/contract/test_views.py).
 CONTRACT_THREADS = frozenset({"held-writer", "viewer", "storage.view", "committer"})
@@ -162,6 +176,12 @@ def run(contract: Contract, store: Any, clock: FakeClock) -> None:
             "as of",
             id="version-log-loses-a-delete",
         ),
+        pytest.param(
+            UncountedTimersStore,
+            WORK_MARK,
+            "another Work's Timer moved to it",
+            id="work-mark-misses-a-timer-moved-in",
+        ),
     ],
 )
 def test_the_contract_catches_a_broken_double(
@@ -174,8 +194,8 @@ def test_the_contract_catches_a_broken_double(
 
 @pytest.mark.parametrize(
     "contract",
-    [DEDUPLICATION, ATOMICITY, VIEW_ISOLATION, VERSION_REPLAY],
-    ids=["deduplication", "atomicity", "view-isolation", "version-replay"],
+    [DEDUPLICATION, ATOMICITY, VIEW_ISOLATION, VERSION_REPLAY, WORK_MARK],
+    ids=["deduplication", "atomicity", "view-isolation", "version-replay", "work-mark"],
 )
 def test_the_same_contract_tests_pass_on_the_reference_double(contract: Contract) -> None:
     """The controls above fail because of the breakage, not because the test is flaky."""
