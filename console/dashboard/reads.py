@@ -147,7 +147,7 @@ def auto_window(tx: Tx, now: int) -> Window:
 def read_dashboard(
     scope_id: str | None, window: Window | None, seen: str = "", now: int | None = None
 ) -> Dashboard | None:
-    """Queries: the stamp (2), the Scopes (1), live facets (1, from the tally), the
+    """Queries: the stamp (1), the Scopes (1), live facets (1, from the tally), the
     three series (1 each), exhausted Work (2), oldest waiting (1), the first failure
     (1), the longest running and the expired attempts (1 each), overdue Timers (1),
     the expired attempts and overdue Timers counted (1 each: the lists hold the first

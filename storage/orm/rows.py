@@ -86,6 +86,9 @@ class OrmTx(OrmVersions):
         # A failed flush fails the transaction: its writes are partly sent, so every
         # later operation and the commit raise again and transact rolls it all back.
         self._failed: StorageError | None = None
+        # A View's store version, read with its snapshot (``OrmStore.view``): the same
+        # for the whole View, so ``store_version`` needs no statement of its own.
+        self.pinned_version: int | None = None
 
     @property
     def _cursor(self) -> Any:
@@ -376,6 +379,8 @@ class OrmTx(OrmVersions):
         return int(self._fetch(f"SELECT MAX(seq) FROM {schema.EVENT}", [])[0][0] or 0)
 
     def _store_version(self) -> int:
+        if self.pinned_version is not None:
+            return self.pinned_version
         return parse_clock(self.meta("clock"))[1]
 
     def meta(self, key: str) -> str | None:

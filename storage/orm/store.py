@@ -31,6 +31,7 @@ from ..errors import RecordsNewer, SchemaNewer, TxClosed, Unavailable
 from ..models import MetaRow
 from ..records import RECORD_FORMAT, SCHEMA_VERSION, Guard, Nanos
 from ..tx import TxScope, check_admission
+from . import schema
 from .dialect import dialect
 from .errors import translate_errors
 from .rows import OrmTx, parse_clock
@@ -180,22 +181,26 @@ class OrmStore:
             tx: OrmTx | None = None
             try:
                 with translate_errors(), transaction.atomic(using=self.view_using):
-                    last = self._pin_snapshot()
+                    last, version = self._pin_snapshot()
                     # Like Guard.now, never earlier than the last commit's in this snapshot.
                     at = now if now is not None else max(self._clock(), last)
                     tx = self.tx_class(at, alias=self.view_using, read_only=True)
+                    tx.pinned_version = version  # no commit moves it inside the snapshot
                     return callback(tx)
             finally:
                 if tx is not None:
                     tx.close()
 
-    def _pin_snapshot(self) -> Nanos:
+    def _pin_snapshot(self) -> tuple[Nanos, int]:
         """The View's first statement: it opens the snapshot every later read shares
         (SQLite: the WAL read mark; PostgreSQL REPEATABLE READ: the snapshot), and
-        reads the last committed Guard.now in it."""
-        rows = MetaRow.objects.using(self.view_using).filter(key="clock")
-        value = rows.values_list("value", flat=True).first()
-        return parse_clock(value)[0]
+        reads the last committed Guard.now and the store version in it. Plain SQL:
+        every page and poll begins here, and building the queryset cost more than
+        running it (0.5 ms of a 4 ms poll)."""
+        with connections[self.view_using].cursor() as cursor:
+            cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", ["clock"])
+            row = cursor.fetchone()
+        return parse_clock(row[0] if row else None)
 
     @contextmanager
     def _writers_serialised(self) -> Iterator[WritersLock | None]:

@@ -66,8 +66,8 @@ def test_a_window_named_in_the_url_wins_and_stays_in_its_links(as_alice):
 
 def test_choosing_the_window_costs_one_query(as_alice, django_assert_num_queries):
     f.exhausted("x1")
-    # As test_dashboard's pinned count for a named window (22), plus the first Event.
-    with django_assert_num_queries(23, connection=connections["view"]):
+    # As test_dashboard's pinned count for a named window (21), plus the first Event.
+    with django_assert_num_queries(22, connection=connections["view"]):
         assert as_alice.get("/dashboard").status_code == 200
 
 
@@ -124,7 +124,7 @@ def test_the_30_day_window_has_a_bar_a_day(as_alice):
 
 def test_the_whole_history_window_costs_two_queries_more(as_alice, django_assert_num_queries):
     f.exhausted("x1")
-    # As test_dashboard's pinned count for a named window (22), plus the first Work
+    # As test_dashboard's pinned count for a named window (21), plus the first Work
     # and the first Event.
-    with django_assert_num_queries(24, connection=connections["view"]):
+    with django_assert_num_queries(23, connection=connections["view"]):
         assert as_alice.get("/dashboard?window=all").status_code == 200

@@ -157,9 +157,9 @@ def test_the_key_page_costs_the_same_whatever_the_history(
         for n in range(more):
             f.event(f"more-{n}", keys=[KEY])
             f.event(f"else-{n}", keys=[("shop", f"o-{n}")])
-        # BEGIN, the stamp (3), the key's owner (its key row, its Work), its Waits, the
-        # Events, COMMIT.
-        with django_assert_num_queries(9, connection=connections["view"]) as ctx:
+        # BEGIN, the snapshot and the latest sequence (2), the key's owner (its key row,
+        # its Work), its Waits, the Events, COMMIT.
+        with django_assert_num_queries(8, connection=connections["view"]) as ctx:
             assert as_bob.get("/keys?source=shop&id=order-7").status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]

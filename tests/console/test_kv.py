@@ -353,9 +353,9 @@ def test_a_page_costs_the_same_whatever_the_store_holds(
     as_alice, django_assert_num_queries
 ) -> None:
     """The namespaces: BEGIN, the View's clock, the seeks (one statement), COMMIT: 4.
-    A namespace's keys: BEGIN, the clock, the store's version and horizon, the keys,
-    COMMIT (6), each key's last write (n), each distinct attempt and Event (here one
-    each: 2). As of a version: the horizon again and the changed keys' first rows
+    A namespace's keys: BEGIN, the clock (with the store's version), the horizon, the
+    keys, COMMIT (5), each key's last write (n), each distinct attempt and Event (here
+    one each: 2). As of a version: the horizon again and the changed keys' first rows
     (2 more); as of a time: the version then (1 more)."""
     x = running("w-recon")
     then = f.kv(NS, {f"k{n}": b"%d" % n for n in range(5)}, by=x, event="e-1")
@@ -363,9 +363,9 @@ def test_a_page_costs_the_same_whatever_the_store_holds(
     viewed = connections["view"]
     with django_assert_num_queries(4, connection=viewed):
         page(as_alice)
-    with django_assert_num_queries(6 + 5 + 1 + 2, connection=viewed):
+    with django_assert_num_queries(5 + 5 + 1 + 2, connection=viewed):
         page(as_alice, namespace=NS)
-    with django_assert_num_queries(8 + 5 + 1 + 1, connection=viewed):
+    with django_assert_num_queries(7 + 5 + 1 + 1, connection=viewed):
         page(as_alice, namespace=NS, as_of=f"v{then}")  # only e-1 then
     # Much more in the store, the namespace and the log: the same.
     for n in range(40):
@@ -375,9 +375,10 @@ def test_a_page_costs_the_same_whatever_the_store_holds(
     with django_assert_num_queries(4, connection=viewed):
         assert len(namespaces(page(as_alice, size="25"))) == 25
     # 25 keys: k0 (the attempt, e-2), k1 to k4 (the attempt, e-1), the control plane's.
-    with django_assert_num_queries(6 + 25 + 1 + 2, connection=viewed):
+    with django_assert_num_queries(5 + 25 + 1 + 2, connection=viewed):
         assert len(keys(page(as_alice, namespace=NS, prefix="k", size="25", after="j"))) == 25
-    # A time after every commit: version_at also reads the store's version (1 more).
-    with django_assert_num_queries(10 + 25 + 1 + 2, connection=viewed):
+    # A time after every commit: version_at answers with the store's version, which
+    # the View read with its clock (no statement more).
+    with django_assert_num_queries(8 + 25 + 1 + 2, connection=viewed):
         text = page(as_alice, namespace=NS, as_of="2100-01-01T00:00:00Z", prefix="k", size="25")
         assert len(keys(text)) == 25

@@ -55,8 +55,9 @@ def test_the_stamp_a_204_brought_back_takes_the_cheap_path(
     f.work("elsewhere")
     fresh = poll(as_alice, url)[HEADER]
 
-    # BEGIN, snapshot, latest sequence, store version, COMMIT: the region is not read.
-    with django_assert_num_queries(5, connection=connections["view"]):
+    # BEGIN, snapshot (with the store version), latest sequence, COMMIT: the region
+    # is not read.
+    with django_assert_num_queries(4, connection=connections["view"]):
         response = poll(as_alice, url, stamp=fresh)
 
     assert response.status_code == 204
@@ -146,9 +147,9 @@ def test_a_marked_work_page_poll_reads_only_its_mark(
     f.event("e-elsewhere")  # the runtime commits elsewhere
     f.transact(lambda tx: tx.kv_put("test", "note", b"nothing the page shows"))
 
-    # BEGIN, snapshot, latest sequence, store version, the mark, its children, COMMIT:
-    # none of the Work's records is read or decoded.
-    with django_assert_num_queries(7, connection=connections["view"]):
+    # BEGIN, snapshot (with the store version), latest sequence, the mark, its
+    # children, COMMIT: none of the Work's records is read or decoded.
+    with django_assert_num_queries(6, connection=connections["view"]):
         response = poll(as_alice, url, stamp=stamp)
 
     assert response.status_code == 204
