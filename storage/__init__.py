@@ -97,6 +97,7 @@ from .versions import (
     VersionKind,
     WorkAsOf,
     WorkMark,
+    WorksMark,
 )
 
 __all__ = [
@@ -171,6 +172,7 @@ __all__ = [
     "WorkOrder",
     "WorkQuery",
     "WorkState",
+    "WorksMark",
     "error_key",
     "from_ns",
     "read_only",

@@ -44,6 +44,7 @@ from .versions import (
     VersionKind,
     WorkAsOf,
     WorkMark,
+    WorksMark,
 )
 
 if TYPE_CHECKING:  # storage.run_records builds on this module
@@ -393,6 +394,12 @@ class Tx(Protocol):
         """What changes whenever anything of the Work's page changes: the Work, its
         attempts, Waits and Timers, its timeline's Events, its first ``children``
         children (``storage.versions.WorkMark``); a few index reads, nothing decoded."""
+        ...
+
+    def works_mark(self, query: WorkQuery) -> WorksMark:
+        """What changes whenever ``query``'s page (it needs a limit, at most
+        ``MARKED_WORKS_MAX``) or an attempt, Wait or Timer of its Work changes
+        (``storage.versions.WorksMark``); index reads, nothing decoded."""
         ...
 
     def version_at(self, at: Nanos) -> int:

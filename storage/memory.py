@@ -52,7 +52,7 @@ from .run_records.query import RunRow, count_run_rows, select_run_rows
 from .run_records.records import RunQuery
 from .tables import RECORD_CLASSES
 from .tx import BaseTx, TxScope, check_admission
-from .versions import WorkMark
+from .versions import WorkMark, WorksMark
 
 T = TypeVar("T")
 
@@ -288,6 +288,13 @@ class MemoryTx(MemoryVersions, BaseTx):
             active_waits=len(self._list("wait", work_id=work_id, live=True)),
             children=tuple((w.id, newest("work", w.id)) for w in kids),
         )
+
+    def _works_mark(self, query: WorkQuery) -> WorksMark:
+        ids = tuple(w.id for w in select_works(query, self._list("work")))
+        wanted = set(ids)
+        filed = [r.position for r in self.state.versions if r.work_id in wanted]
+        timers = [t for t in self._list("timer", live=True) if t.work_id in wanted]
+        return WorksMark(ids, max(filed, default=0), len(timers))
 
     def _latest_sequence(self) -> int:
         return self.state.sequence

@@ -123,3 +123,20 @@ class WorkMark:
     scoped_events: int
     active_waits: int
     children: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorksMark:
+    """What changes whenever a page of Work changes, or anything of its Work's rows on
+    a list (``Tx.works_mark``), read from indexes without decoding a record: ``ids``,
+    the page's Work in its order; ``position``, the newest log row filed under any of
+    them (0: none); ``timers``, their live Timers (a Timer moved to one of them is
+    filed under the Work it left: only the count shows it arrived).
+
+    The promise, for a store whose every writer keeps the version log: if the page
+    (``query_works`` of the same query), or an attempt, Wait or Timer of one of its
+    Work, differs between two Views, their marks differ."""
+
+    ids: tuple[str, ...]
+    position: int
+    timers: int

@@ -67,10 +67,24 @@ def _page_after(
     return rows[: f.size], len(rows) > f.size
 
 
+def work_list_mark(tx: Tx, f: WorkFilter, cursor: Cursor | None) -> str:
+    """The Work list's mark (``console.polling``): the page's IDs with its Work's
+    newest log row and live Timers (``Tx.works_mark``: the rows and their last tries)
+    and the filter's facets; "" (cannot tell) for a page back, which falls back to the
+    first page when it reaches the start. Queries: the Scopes when ``within`` is set
+    (1), the page's IDs (1), their newest rows and Timers (1), the facets (1)."""
+    if cursor is not None and cursor.backward:
+        return ""
+    tree = within(tx, f)
+    page = f.query(after=cursor.key if cursor else None, limit=f.size + 1, scope_ids=tree)
+    return mark_of((tx.works_mark(page), tx.work_facets(f.query(scope_ids=tree))))
+
+
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
     """A page of Work in keyset order plus the facets of the whole filter. Queries:
-    the stamp (1), the Scopes when ``within`` is set (1), the page (1, 2 when paging
-    back past the start), the facets (1), the rows' last tries (3)."""
+    the stamp (1), on a poll after a commit the mark (``work_list_mark``), then when
+    it moved or on a first render: the Scopes when ``within`` is set (1), the page (1,
+    2 when paging back past the start), the facets (1), the rows' last tries (3)."""
 
     def build(tx: Tx, stamp: str) -> WorkListPage:
         size = f.size
@@ -98,7 +112,7 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
             tries=read_last_tries(tx, rows),
         )
 
-    return polled_view(seen, build)
+    return polled_view(seen, build, mark=lambda tx: work_list_mark(tx, f, cursor))
 
 
 @dataclass(frozen=True, slots=True)

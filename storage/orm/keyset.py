@@ -51,21 +51,25 @@ def is_merged(query: WorkQuery) -> bool:
 
 
 def merged(
-    query: WorkQuery, filtered: Callable[[WorkQuery], QuerySet[WorkRow]], alias: str
+    query: WorkQuery,
+    filtered: Callable[[WorkQuery], QuerySet[WorkRow]],
+    alias: str,
+    column: str = "data",
 ) -> tuple[str, list[Any]]:
-    """The SQL of ``query``'s page (its records' JSON, in its order) as one range per
-    state (``filtered``: the query's rows, unordered, for a ``WorkQuery``), each cut at
-    the limit, merged and cut again."""
+    """The SQL of ``query``'s page (its records' JSON, or another ``column``, in its
+    order) as one range per state (``filtered``: the query's rows, unordered, for a
+    ``WorkQuery``), each cut at the limit, merged and cut again."""
     col = _time(query)
     direction = " DESC" if query.order.descending else ""
     branches, params = [], []
     for n, state in enumerate(sorted(query.states)):
         one = replace(query, states=frozenset({state}))
-        qs = ordered(filtered(one), one).values_list("data", col, "id")[: query.limit]
+        selected = (column, col) if column == "id" else (column, col, "id")
+        qs = ordered(filtered(one), one).values_list(*selected)[: query.limit]
         sql, more = qs.query.get_compiler(using=alias).as_sql()
         branches.append(f"SELECT * FROM ({sql}) AS state{n}")  # noqa: S608 - Django's SQL
         params += list(more)
     union = " UNION ALL ".join(branches)
     order = f"{col}{direction}, id{direction}"
     cut = f"ORDER BY {order} LIMIT {int(query.limit)}"
-    return f"SELECT data FROM ({union}) AS merged {cut}", params  # noqa: S608 - as above
+    return f"SELECT {column} FROM ({union}) AS merged {cut}", params  # noqa: S608 - as above

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import Nanos
+from ..records import Nanos, WorkQuery
 from ..tx.versions import decoded, first_position, version_of
-from ..versions import RecordVersion, VersionKind, WorkMark
-from . import schema
+from ..versions import RecordVersion, VersionKind, WorkMark, WorksMark
+from . import keyset, schema
 from .pages import OrmPages
 from .writebehind import WriteBehind
 
@@ -186,6 +186,31 @@ class OrmVersions(OrmPages):
             active_waits=n_waits,
             children=tuple(kids),
         )
+
+    def _works_mark(self, query: WorkQuery) -> WorksMark:
+        # The page's IDs: the query's own index range (or one per state, merged), as
+        # ``_query_works`` reads it, selecting the ID instead of the JSON.
+        if keyset.is_merged(query):
+            sql, params = keyset.merged(query, self._filtered, self.alias, column="id")
+        else:
+            qs = keyset.ordered(self._filtered(query), query).values_list("id")[: query.limit]
+            sql, more = qs.query.get_compiler(using=self.alias).as_sql()
+            params = list(more)
+        ids = tuple(row[0] for row in self._rows(sql, params))
+        if not ids:
+            return WorksMark((), 0, 0)
+        # One statement: each one's newest row (a seek backward of the per-Work index,
+        # as ``_work_mark``), their greatest, and their live Timers (its index).
+        marks = ", ".join(["%s"] * len(ids))
+        sql = (
+            f"SELECT (SELECT MAX((SELECT position FROM {schema.VERSION} "
+            f"WHERE work_id = w.id AND {_FILED} ORDER BY work_id DESC, position DESC LIMIT 1)) "
+            f"FROM {schema.WORK} w WHERE w.id IN ({marks})), "
+            f"(SELECT COUNT(*) FROM {schema.TIMER} WHERE work_id IN ({marks}) "
+            f"AND live = {self.dialect.true})"
+        )
+        ((position, timers),) = self._rows(sql, [*ids, *ids])
+        return WorksMark(ids, position or 0, timers)
 
     def _kv_first_versions(
         self, namespace: str, low: int, prefix: str, after: str, limit: int

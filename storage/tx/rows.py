@@ -40,7 +40,7 @@ from ..records import (
 )
 from ..run_records.query import RunRow
 from ..run_records.records import RunQuery
-from ..versions import RecordVersion, VersionKind, WorkMark
+from ..versions import RecordVersion, VersionKind, WorkMark, WorksMark
 
 
 class ContractRows(ABC):
@@ -382,6 +382,12 @@ class ContractRows(ABC):
         """``Tx.work_mark`` (``storage.versions.WorkMark``), ``children`` bounded:
         counts and maxima over the Work's rows and index entries, no record decoded;
         the children are the first ``children`` + 1 by (created_at, ID)."""
+
+    @abstractmethod
+    def _works_mark(self, query: WorkQuery) -> WorksMark:
+        """``Tx.works_mark`` (``storage.versions.WorksMark``), the query checked and
+        limited: the page's IDs as ``_query_works`` orders them, then counts and
+        maxima over their index entries, no record decoded."""
 
     @abstractmethod
     def _kv_first_versions(

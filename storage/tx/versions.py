@@ -16,7 +16,8 @@ from typing import Any, cast
 
 from .. import codec
 from ..errors import Fenced, Invalid
-from ..records import Nanos
+from ..meaning.query import check_query
+from ..records import Nanos, WorkQuery
 from ..tables import RECORD_CLASSES
 from ..versions import (
     PRUNE_BATCH,
@@ -27,6 +28,7 @@ from ..versions import (
     VersionKind,
     WorkAsOf,
     WorkMark,
+    WorksMark,
 )
 from . import fields
 from .base import TxBase
@@ -45,6 +47,7 @@ START_MAX = VERSION_END - 1
 NANOS_MAX = (1 << 63) - 1
 LATER_MAX = 1000  # records one later_versions call looks up
 MARKED_CHILDREN_MAX = 1000  # children one work_mark covers
+MARKED_WORKS_MAX = 500  # the largest page one works_mark covers
 
 
 def version_of(position: int) -> int:
@@ -294,6 +297,19 @@ class VersionRules(TxBase):
         if not 0 <= children <= MARKED_CHILDREN_MAX:
             raise Invalid(f"work_mark covers 0 to {MARKED_CHILDREN_MAX} children")
         return self._work_mark(work_id, children)
+
+    def works_mark(self, query: WorkQuery) -> WorksMark:
+        """What changes whenever ``query``'s page changes, or an attempt, Wait or
+        Timer of one of its Work (``storage.versions.WorksMark``): the page's IDs
+        (the query's own index range, IDs only), the newest log row filed under
+        them (one seek of the per-Work index each) and their live Timers (the
+        per-Work index of live Timers). ``query.limit`` is 1 to ``MARKED_WORKS_MAX``:
+        the read follows the page, never the store."""
+        self._check()
+        check_query(query)
+        if not 1 <= query.limit <= MARKED_WORKS_MAX:
+            raise Invalid(f"works_mark reads a page of 1 to {MARKED_WORKS_MAX} Work")
+        return self._works_mark(query)
 
     def version_at(self, at: Nanos) -> int:
         """The store version as of time ``at``: the last version committed at or before

@@ -206,3 +206,54 @@ def test_a_waiting_work_page_is_built_on_every_poll_for_its_near_misses(as_alice
     response = poll(as_alice, url, stamp=stamp)
     assert response.status_code == 200
     assert "e-near" in response.content.decode()
+
+
+# -- the Work list's mark: the page's IDs, their newest rows and Timers, the facets
+
+
+def test_a_marked_list_poll_reads_only_its_mark(as_alice, acme_work, django_assert_num_queries):
+    url, stamp = marked_stamp(as_alice, "/?scope=acme")
+    f.event("e-elsewhere")  # the runtime commits elsewhere
+    f.work("w-elsewhere", scope_id="")
+
+    # BEGIN, snapshot (with the store version), latest sequence, the page's IDs, their
+    # newest rows and Timers, the facets (the tally), COMMIT: no Work is decoded.
+    with django_assert_num_queries(7, connection=connections["view"]):
+        response = poll(as_alice, url, stamp=stamp)
+
+    assert response.status_code == 204
+    assert response[HEADER].split("-")[1:] == stamp.split("-")[1:]
+
+
+def _move_timer_to_w1(tx):
+    tx.put_timer(replace(tx.timer("t-other"), work_id="w1", purpose="retry"))
+
+
+LIST_CHANGES = {
+    "a new Work in the Scope": lambda: f.work("w2", scope_id="acme"),
+    "the listed Work finished": lambda: f.finish("w1-x1"),
+    "a retry Timer moved to the listed Work": lambda: f.transact(_move_timer_to_w1),
+}
+
+
+@pytest.mark.parametrize("change", list(LIST_CHANGES))
+def test_a_change_the_list_shows_answers_200_to_a_marked_poll(as_alice, acme_work, change):
+    f.work("other")
+    f.timer("t-other", work_id="other", fire_in=60)
+    url, stamp = marked_stamp(as_alice, "/?scope=acme")
+
+    LIST_CHANGES[change]()
+
+    assert poll(as_alice, url, stamp=stamp).status_code == 200
+
+
+def test_the_exhausted_list_is_marked_too(as_alice):
+    """Its facets are counted from its rows (the tally does not answer a triage
+    filter): the mark reads them as the page does, and still no Work is decoded."""
+    f.exhausted("x1")
+    url, stamp = marked_stamp(as_alice, "/?is=exhausted")
+    f.work("w-elsewhere")
+
+    assert poll(as_alice, url, stamp=stamp).status_code == 204
+    f.exhausted("x2")
+    assert poll(as_alice, url, stamp=stamp).status_code == 200

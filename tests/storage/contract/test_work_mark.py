@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from storage import Invalid, Store, Tx, WorkOrder, WorkQuery, view
+from storage import Invalid, Store, Tx, WorkOrder, WorkQuery, WorkState, view
 
 from ..support import (
     FakeClock,
@@ -228,5 +228,105 @@ def test_a_different_page_always_has_a_different_mark(
 
         tx(store, run)
         after = view(store, None, lambda t: (page(t, "w1"), t.work_mark("w1", CHILDREN)))
+        if after[0] != before[0]:
+            assert after[1] != before[1], steps
+
+
+# -- a page of Work: works_mark -----------------------------------------------------
+
+PAGES = {
+    "oldest first": WorkQuery(order=WorkOrder.CREATED_ASC, limit=2),
+    # Two states: read as one index range per state, merged (storage/orm/keyset.py).
+    "ready or running, least recently changed": WorkQuery(
+        states=frozenset({WorkState.READY, WorkState.RUNNING}),
+        order=WorkOrder.UPDATED_ASC,
+        limit=2,
+    ),
+}
+
+
+def listed(t: Tx, query: WorkQuery) -> tuple[Any, ...]:
+    """What a list shows of a page: its Work, and each one's attempts, Waits, Timers."""
+    works = t.query_works(query)
+    return tuple(
+        (w, t.executions(w.id), t.waits(w.id), sorted(t.timers(w.id), key=lambda x: x.id))
+        for w in works
+    )
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+@pytest.mark.parametrize("change", list(CHANGED))
+def test_a_change_to_a_listed_work_changes_the_page_mark(
+    store: Store, page: str, change: str
+) -> None:
+    """w1 is on both pages (oldest; ready, then running once claimed): every change
+    to it or its records that the list shows changes the mark."""
+    query = PAGES[page]
+    tx(store, setup)
+    before = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
+    assert "w1" in before[1].ids
+
+    tx(store, CHANGED[change])
+
+    after = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
+    if after[0] != before[0]:
+        assert after[1] != before[1]
+
+
+def test_a_work_past_the_page_leaves_its_mark(store: Store) -> None:
+    query = PAGES["oldest first"]
+    tx(store, setup)
+    before = view(store, None, lambda t: t.works_mark(query))
+    assert before.ids == ("c1", "w1")  # c1 was created first, in the same transaction
+
+    tx(store, UNCHANGED["another Work rewritten"])
+    tx(store, UNCHANGED["another Work's Timer rescheduled"])
+    tx(store, lambda t: t.put_work(make_work("zz-later")))  # after w1 and w2 (a tie on time)
+
+    assert view(store, None, lambda t: t.works_mark(query)) == before
+
+
+def test_a_page_mark_needs_a_bounded_page(store: Store) -> None:
+    for limit in (0, 501):
+        fails(
+            store,
+            Invalid,
+            lambda t, n=limit: t.works_mark(WorkQuery(limit=n)),
+            f"a page of {limit}",
+        )
+    assert view(store, None, lambda t: t.works_mark(WorkQuery(limit=500))).ids == ()
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    program=st.lists(st.lists(st.sampled_from(OPS), min_size=1, max_size=3), max_size=8),
+    page=st.sampled_from(list(PAGES)),
+)
+@example(
+    program=[["a Timer armed for another Work"], ["another Work's Timer moved to it"]],
+    page="oldest first",
+)
+def test_a_different_page_of_work_always_has_a_different_mark(
+    store: Store, clock: FakeClock, program: list[list[str]], page: str
+) -> None:
+    """As the Work page's property, for a page of Work: after every transaction of a
+    random program, the page differs from before only if its mark does too."""
+    query = PAGES[page]
+    if not view(store, None, lambda t: bool(t.works_of(["w1"]))):
+        tx(store, setup)
+    for steps in program:
+        before = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
+        clock.advance(1)
+
+        def run(t: Tx, steps: list[str] = steps) -> None:
+            for op in steps:
+                _fresh(t, op, next(_serial))
+
+        tx(store, run)
+        after = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
         if after[0] != before[0]:
             assert after[1] != before[1], steps
