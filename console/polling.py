@@ -4,8 +4,8 @@ A polling region sends the stamp it was rendered from, ``<store part>-<digest>``
 
 - the store part (latest acceptance sequence and store-wide change counter, plus the
   time period for pages whose figures move with time alone) says whether anything at
-  all committed since; when nothing did, the view answers 204 after reading only it
-  (one read: the counter comes with the View's snapshot, ``OrmStore.view``), as an
+  all committed since; when nothing did, the view answers 204 after its first
+  statement alone (the View reads both with its snapshot, ``OrmStore.view``), as an
   idle console's tabs do all night;
 - the digest is a hash of what the region reads (its rows, facets, attempts, Timers,
   Waits: the built page minus its clock), so when the runtime commits elsewhere the
@@ -86,8 +86,7 @@ def unchanged() -> HttpResponse:
 
 def stamp_of(tx: Tx) -> str:
     """The store part: the latest acceptance sequence and the store-wide change
-    counter (the newest Event's sequence, one index read; the counter was read with
-    the View's snapshot)."""
+    counter (both read with the View's snapshot: no statement of their own)."""
     return f"{tx.latest_sequence()}.{tx.store_version()}"
 
 

@@ -147,16 +147,16 @@ def auto_window(tx: Tx, now: int) -> Window:
 def read_dashboard(
     scope_id: str | None, window: Window | None, seen: str = "", now: int | None = None
 ) -> Dashboard | None:
-    """Queries: the stamp (1), the Scopes (1), live facets (1, from the tally), the
-    three series (1 each), exhausted Work (2), oldest waiting (1), the first failure
-    (1), the longest running and the expired attempts (1 each), overdue Timers (1),
-    the expired attempts and overdue Timers counted (1 each: the lists hold the first
-    ``LIST_SIZE``, so a backlog of either costs its count, not its records),
-    the listed Work's last tries (3), and without a ``window`` the first Event (1,
-    ``auto_window``), with the whole history's window its first Work and Event (2,
-    ``first_instant``). Every selection is by indexed columns (an attempt's Scope is a
-    column of its row): no record is decoded but those shown. ``now`` fixes the
-    View's time (tests; default: the clock)."""
+    """Queries: the stamp (none: the View's snapshot read it), the Scopes (1), live
+    facets (1, from the tally), the three series (1 each), exhausted Work (2), oldest
+    waiting (1), the first failure (1), the longest running and the expired attempts (1
+    each), overdue Timers (1), the expired attempts and overdue Timers counted (1 each:
+    the lists hold the first ``LIST_SIZE``, so a backlog of either costs its count, not
+    its records), the listed Work's last tries (3), and without a ``window`` the first
+    Event (1, ``auto_window``), with the whole history's window its first Work and Event
+    (2, ``first_instant``). Every selection is by indexed columns (an attempt's Scope is
+    a column of its row): no record is decoded but those shown. ``now`` fixes the View's
+    time (tests; default: the clock)."""
 
     def build(tx: Tx, stamp: str) -> Dashboard:
         now = tx.now

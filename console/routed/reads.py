@@ -84,10 +84,11 @@ def read_workflow_list(
     f: WorkflowFilter, after: WorkflowID | None, seen: str = ""
 ) -> WorkflowListPage | None:
     """A keyset page of workflows, the facets' tallies and the deployments they name.
-    Queries: the stamp (1), the search (one per kind of ID when ``q``), the page (1),
-    the facets (1, from the workflow tally; 4 over the rows when ``q`` or ``alert``
-    restricts to IDs), the deployments (1), which rows have a live attempt (2: their
-    runs, those runs' live attempts counted; the rows' Continue depends on it)."""
+    Queries: the stamp (none: the View's snapshot read it), the search (one per kind of
+    ID when ``q``), the page (1), the facets (1, from the workflow tally; 4 over the
+    rows when ``q`` or ``alert`` restricts to IDs), the deployments (1), which rows have
+    a live attempt (2: their runs, those runs' live attempts counted; the rows' Continue
+    depends on it)."""
 
     rules = routed_rules()
 
@@ -184,9 +185,9 @@ class InvocationsPage:
 
 
 def read_invocations(after: str | None, size: int, seen: str = "") -> InvocationsPage | None:
-    """A keyset page of invocation receipts, newest first, with the idempotency
-    record and the workflow of each. Queries: the stamp (1), receipts (1), their
-    idempotency records (1), their workflows (1)."""
+    """A keyset page of invocation receipts, newest first, with the idempotency record
+    and the workflow of each. Queries: the stamp (none: the View's snapshot read it),
+    receipts (1), their idempotency records (1), their workflows (1)."""
 
     rules = routed_rules()
 

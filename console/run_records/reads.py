@@ -31,9 +31,10 @@ class RunListPage:
 def read_run_list(
     f: RunFilter, after: RunKey | None, seen: str = "", limit: int = 0
 ) -> RunListPage | None:
-    """A page of run records in keyset order and the filter's count. Queries: the
-    stamp (1), the page (1), the count (1). ``limit``: how many rows to read (the page
-    size by default; a status filter reads a scan's worth and keeps the matches)."""
+    """A page of run records in keyset order and the filter's count. Queries: the stamp
+    (none: the View's snapshot read it), the page (1), the count (1). ``limit``: how
+    many rows to read (the page size by default; a status filter reads a scan's worth
+    and keeps the matches)."""
     limit = limit or f.size
 
     def build(tx: Tx, stamp: str) -> RunListPage:
@@ -61,7 +62,7 @@ class RunDetail:
 def read_run(run_id: str, seen: str = "") -> RunDetail | None:
     """One run record, decoded. ``NotFound`` for an unknown run; ``Corrupt`` or
     ``RecordsNewer`` (from the store) for one this code cannot read. Queries: the
-    stamp (1), the record (1)."""
+    stamp (none: the View's snapshot read it), the record (1)."""
 
     def build(tx: Tx, stamp: str) -> RunDetail:
         stored = tx.run_record(run_id)

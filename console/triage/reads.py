@@ -95,9 +95,9 @@ def remainder(f: WorkFilter, groups: list[ErrorGroup], failed: int, exhausted: i
 
 
 def read_error_groups(f: WorkFilter, seen: str = "") -> ErrorsPage | None:
-    """The groups of ``f``'s failed and exhausted Work, largest first, and their
-    totals. Queries: the stamp (1), the Scopes when ``within`` is set (1), the groups
-    (1), the totals (the Work facets of the filter, 1)."""
+    """The groups of ``f``'s failed and exhausted Work, largest first, and their totals.
+    Queries: the stamp (none: the View's snapshot read it), the Scopes when ``within``
+    is set (1), the groups (1), the totals (the Work facets of the filter, 1)."""
 
     def build(tx: Tx, stamp: str) -> ErrorsPage:
         query = f.query(scope_ids=within(tx, f))

@@ -81,10 +81,11 @@ def work_list_mark(tx: Tx, f: WorkFilter, cursor: Cursor | None) -> str:
 
 
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
-    """A page of Work in keyset order plus the facets of the whole filter. Queries:
-    the stamp (1), on a poll after a commit the mark (``work_list_mark``), then when
-    it moved or on a first render: the Scopes when ``within`` is set (1), the page (1,
-    2 when paging back past the start), the facets (1), the rows' last tries (3)."""
+    """A page of Work in keyset order plus the facets of the whole filter. Queries: the
+    stamp (none: the View's snapshot read it), on a poll after a commit the mark
+    (``work_list_mark``), then when it moved or on a first render: the Scopes when
+    ``within`` is set (1), the page (1, 2 when paging back past the start), the facets
+    (1), the rows' last tries (3)."""
 
     def build(tx: Tx, stamp: str) -> WorkListPage:
         size = f.size
@@ -180,7 +181,7 @@ def work_page_mark(tx: Tx, work_id: str) -> str:
 
 
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
-    """Queries: the stamp (1), on a poll after a commit the mark (2:
+    """Queries: the stamp (none: the View's snapshot read it), on a poll after a commit the mark (2:
     ``work_page_mark``), then when it moved or on a first render: the Work (1),
     children (1), attempts (1), timeline (1), Waits (1), Timers (1), and one per
     active Wait (its near misses)."""

@@ -86,9 +86,11 @@ class OrmTx(OrmVersions):
         # A failed flush fails the transaction: its writes are partly sent, so every
         # later operation and the commit raise again and transact rolls it all back.
         self._failed: StorageError | None = None
-        # A View's store version, read with its snapshot (``OrmStore.view``): the same
-        # for the whole View, so ``store_version`` needs no statement of its own.
+        # A View's store version and latest sequence, read with its snapshot
+        # (``OrmStore.view``): the same for the whole View, so ``store_version`` and
+        # ``latest_sequence`` need no statement of their own.
         self.pinned_version: int | None = None
+        self.pinned_sequence: int | None = None
 
     @property
     def _cursor(self) -> Any:
@@ -373,6 +375,8 @@ class OrmTx(OrmVersions):
         self._buffer.events.update(event_id, route=route)
 
     def _latest_sequence(self) -> int:
+        if self.pinned_sequence is not None:
+            return self.pinned_sequence
         # This transaction's Events come after every stored one (_sequence_source).
         if self._buffer.events.last_sequence:
             return self._buffer.events.last_sequence

@@ -149,7 +149,8 @@ class OrmVersions(OrmPages):
         # backward: the ORDER BY leads with the column fixed, as ``_ranged`` says), the live
         # Timers' and active Waits' per-Work indexes, and the Work's Events (its own
         # and routed to it: the two per-Work Event indexes, then their rows for the
-        # route and Scope columns; a handful for most Work).
+        # route and Scope columns; a handful for most Work), and whether it has a
+        # child (the children's index), so the children's statement runs only then.
         timers, waits = schema.TABLES["timer"], schema.TABLES["wait"]
         sql = (
             f"SELECT (SELECT position FROM {schema.VERSION} WHERE work_id = %s AND {_FILED} "
@@ -157,15 +158,17 @@ class OrmVersions(OrmPages):
             f"(SELECT COUNT(*) FROM {timers.name} WHERE work_id = %s "
             f"AND live = {self.dialect.true}), "
             f"(SELECT COUNT(*) FROM {waits.name} WHERE work_id = %s AND {waits.live_sql}), "
-            "COUNT(*), MAX(seq), SUM(CASE WHEN disposition <> '' THEN 1 ELSE 0 END), "
+            f"(SELECT COUNT(*) FROM (SELECT 1 FROM {schema.WORK} WHERE parent_id = %s "
+            "LIMIT 1) AS child), COUNT(*), MAX(seq), "
+            "SUM(CASE WHEN disposition <> '' THEN 1 ELSE 0 END), "
             "SUM(CASE WHEN scope_id <> '' THEN 1 ELSE 0 END) "
             f"FROM {schema.EVENT} WHERE work_id = %s OR route_work_id = %s"
         )
-        ((position, n_timers, n_waits, n_events, newest, routed, scoped),) = self._rows(
-            sql, [work_id] * 5
+        ((position, n_timers, n_waits, parent, n_events, newest, routed, scoped),) = self._rows(
+            sql, [work_id] * 6
         )
         kids: list[tuple[str, int]] = []
-        if children:
+        if children and parent:
             # The children's index range (work_parent_created), then a seek of the
             # per-record log index for each one's newest row.
             sql = (

@@ -82,9 +82,9 @@ def test_the_lease_order_costs_the_same_whatever_the_history(as_bob, django_asse
         for n in batch:
             f.running(f"w{n:02d}", lease=20 + n)
             f.completed(f"d{n:02d}")
-        # BEGIN, the snapshot with the store version, the latest sequence, the page,
+        # BEGIN, the snapshot (with the store version and latest sequence), the page,
         # its Work, COMMIT.
-        with django_assert_num_queries(6, connection=connections["view"]) as ctx:
+        with django_assert_num_queries(5, connection=connections["view"]) as ctx:
             response = as_bob.get("/executions?sort=lease&expiring=1h&size=25")
         assert response.status_code == 200
         counts.append(len(ctx.captured_queries))
@@ -144,9 +144,9 @@ def test_the_attempt_page_costs_the_same_whatever_the_history(as_bob, django_ass
     for more in (0, 60):
         for n in range(more):
             f.event(f"e{n}", work_id="w")
-        # BEGIN, the snapshot with the store version, the latest sequence, the attempt,
+        # BEGIN, the snapshot (with the store version and latest sequence), the attempt,
         # its Work, its Waits, its Events, COMMIT.
-        with django_assert_num_queries(8, connection=connections["view"]) as ctx:
+        with django_assert_num_queries(7, connection=connections["view"]) as ctx:
             assert as_bob.get("/attempts/w-x1").status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]

@@ -141,7 +141,7 @@ def test_an_operators_page_and_the_filtered_stream_cost_the_same_whatever_the_hi
     counts = []
     for _ in range(2):
         for path in ("/operators/alice", "/events?mine=1", "/events?actor=alice"):
-            with django_assert_num_queries(5, connection=connections["view"]) as ctx:
+            with django_assert_num_queries(4, connection=connections["view"]) as ctx:
                 assert as_alice.get(path).status_code == 200
             counts.append(len(ctx.captured_queries))
         for n in range(3, 30):

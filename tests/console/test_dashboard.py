@@ -299,16 +299,16 @@ def test_it_reads_one_view_with_a_pinned_query_count(as_alice, django_assert_num
     for i in range(3):
         f.completed(f"c{i}", scope_id="acme-eu")
         f.exhausted(f"x{i}", scope_id="acme")
-    # BEGIN, snapshot (with the store version), the latest sequence, Scopes, live
+    # BEGIN, snapshot (with the store version and latest sequence), Scopes, live
     # facets (the tally), three series, exhausted (count and list), oldest waiting,
     # first failure, longest running, expired attempts and overdue Timers (first ten
     # and count of each), the listed Work's last tries (latest attempts, Timers,
     # Waits: 3), COMMIT; whatever the number of Work, Scopes or buckets.
-    with django_assert_num_queries(21, connection=connections["view"]):
+    with django_assert_num_queries(20, connection=connections["view"]):
         assert as_alice.get("/dashboard?window=7d").status_code == 200
     # A Scope costs the same: its attempts are selected by their own Scope column,
     # its Timers by their Work's, not by reading its live Work first.
-    with django_assert_num_queries(21, connection=connections["view"]):
+    with django_assert_num_queries(20, connection=connections["view"]):
         assert as_alice.get("/dashboard/acme?window=7d").status_code == 200
 
 

@@ -67,7 +67,7 @@ def test_a_window_named_in_the_url_wins_and_stays_in_its_links(as_alice):
 def test_choosing_the_window_costs_one_query(as_alice, django_assert_num_queries):
     f.exhausted("x1")
     # As test_dashboard's pinned count for a named window (21), plus the first Event.
-    with django_assert_num_queries(22, connection=connections["view"]):
+    with django_assert_num_queries(21, connection=connections["view"]):
         assert as_alice.get("/dashboard").status_code == 200
 
 
@@ -126,5 +126,5 @@ def test_the_whole_history_window_costs_two_queries_more(as_alice, django_assert
     f.exhausted("x1")
     # As test_dashboard's pinned count for a named window (21), plus the first Work
     # and the first Event.
-    with django_assert_num_queries(23, connection=connections["view"]):
+    with django_assert_num_queries(22, connection=connections["view"]):
         assert as_alice.get("/dashboard?window=all").status_code == 200

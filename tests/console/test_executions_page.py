@@ -89,15 +89,15 @@ def test_keyset_pages_walk_every_attempt_once(as_alice) -> None:
 
 
 def test_a_page_costs_the_same_whatever_its_length(as_alice, django_assert_num_queries):
-    """BEGIN, the View's clock (with the store version) and the latest sequence (3),
+    """BEGIN, the View's clock (with the store version and latest sequence) (2),
     the Scopes for ``within`` (1), the page (1), its Work (1), COMMIT: 7 whatever the
     page holds."""
     f.scope("acme")
     running_at_once("few-0", "few-1", "few-2", scope_id="acme")
-    with django_assert_num_queries(7, connection=connections["view"]):
+    with django_assert_num_queries(6, connection=connections["view"]):
         assert len(rows(as_alice.get("/executions?within=acme").content.decode())) == 3
     running_at_once(*(f"many-{i:02d}" for i in range(40)), scope_id="acme")
-    with django_assert_num_queries(7, connection=connections["view"]):
+    with django_assert_num_queries(6, connection=connections["view"]):
         assert len(rows(as_alice.get("/executions?within=acme").content.decode())) == 43
 
 

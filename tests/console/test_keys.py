@@ -157,9 +157,9 @@ def test_the_key_page_costs_the_same_whatever_the_history(
         for n in range(more):
             f.event(f"more-{n}", keys=[KEY])
             f.event(f"else-{n}", keys=[("shop", f"o-{n}")])
-        # BEGIN, the snapshot and the latest sequence (2), the key's owner (its key row,
+        # BEGIN, the snapshot (with the latest sequence), the key's owner (its key row,
         # its Work), its Waits, the Events, COMMIT.
-        with django_assert_num_queries(8, connection=connections["view"]) as ctx:
+        with django_assert_num_queries(7, connection=connections["view"]) as ctx:
             assert as_bob.get("/keys?source=shop&id=order-7").status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]

@@ -220,9 +220,9 @@ def test_the_rows_last_tries_cost_three_queries_whatever_the_page_size(
         failed_twice(f"w{i:02d}", retry_in=30 if i % 2 else None)
     f.parked("w-parked")  # Waits too: still one query for them all
 
-    # BEGIN, snapshot (with the store version), latest sequence, page (1), facets
+    # BEGIN, snapshot (with the store version and latest sequence), page (1), facets
     # (1), last tries (3), COMMIT.
     for size in (25, 50):
-        with django_assert_num_queries(9, connection=connections["view"]):
+        with django_assert_num_queries(8, connection=connections["view"]):
             response = as_alice.get(f"/?size={size}")
         assert response.content.decode().count("attempt ") >= size

@@ -34,8 +34,8 @@ def test_a_poll_with_an_unchanged_stamp_is_a_204_after_one_cheap_read(
     html = as_alice.get(path).content.decode()
     url = poll_url_of(html)
 
-    # BEGIN, snapshot (with the store version), latest sequence, COMMIT: nothing else.
-    with django_assert_num_queries(4, connection=connections["view"]):
+    # BEGIN, snapshot (with the store version and latest sequence), COMMIT: nothing else.
+    with django_assert_num_queries(3, connection=connections["view"]):
         response = as_alice.get(url, HTTP_HX_REQUEST="true")
 
     assert response.status_code == 204

@@ -55,9 +55,9 @@ def test_the_stamp_a_204_brought_back_takes_the_cheap_path(
     f.work("elsewhere")
     fresh = poll(as_alice, url)[HEADER]
 
-    # BEGIN, snapshot (with the store version), latest sequence, COMMIT: the region
+    # BEGIN, snapshot (with the store version and latest sequence), COMMIT: the region
     # is not read.
-    with django_assert_num_queries(4, connection=connections["view"]):
+    with django_assert_num_queries(3, connection=connections["view"]):
         response = poll(as_alice, url, stamp=fresh)
 
     assert response.status_code == 204
@@ -147,9 +147,10 @@ def test_a_marked_work_page_poll_reads_only_its_mark(
     f.event("e-elsewhere")  # the runtime commits elsewhere
     f.transact(lambda tx: tx.kv_put("test", "note", b"nothing the page shows"))
 
-    # BEGIN, snapshot (with the store version), latest sequence, the mark, its
-    # children, COMMIT: none of the Work's records is read or decoded.
-    with django_assert_num_queries(6, connection=connections["view"]):
+    # BEGIN, snapshot (with the store version and latest sequence), the mark (one
+    # statement: w1 has no child, so the children's statement is not sent), COMMIT:
+    # none of the Work's records is read or decoded.
+    with django_assert_num_queries(4, connection=connections["view"]):
         response = poll(as_alice, url, stamp=stamp)
 
     assert response.status_code == 204
@@ -216,9 +217,9 @@ def test_a_marked_list_poll_reads_only_its_mark(as_alice, acme_work, django_asse
     f.event("e-elsewhere")  # the runtime commits elsewhere
     f.work("w-elsewhere", scope_id="")
 
-    # BEGIN, snapshot (with the store version), latest sequence, the page's IDs, their
+    # BEGIN, snapshot (with the store version and latest sequence), the page's IDs, their
     # newest rows and Timers, the facets (the tally), COMMIT: no Work is decoded.
-    with django_assert_num_queries(7, connection=connections["view"]):
+    with django_assert_num_queries(6, connection=connections["view"]):
         response = poll(as_alice, url, stamp=stamp)
 
     assert response.status_code == 204
@@ -257,3 +258,13 @@ def test_the_exhausted_list_is_marked_too(as_alice):
     assert poll(as_alice, url, stamp=stamp).status_code == 204
     f.exhausted("x2")
     assert poll(as_alice, url, stamp=stamp).status_code == 200
+
+
+def test_a_parents_mark_reads_its_children_too(as_alice, acme_work, django_assert_num_queries):
+    f.work("w1-kid", parent="w1")
+    url, stamp = marked_stamp(as_alice, "/works/w1")
+    f.event("e-elsewhere")
+
+    # As above, and the children's statement (their index range and newest rows).
+    with django_assert_num_queries(5, connection=connections["view"]):
+        assert poll(as_alice, url, stamp=stamp).status_code == 204

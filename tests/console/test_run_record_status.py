@@ -100,9 +100,9 @@ def test_a_status_page_costs_one_read_whatever_the_history(
     for batch in (range(2), range(2, 12)):
         for n in batch:
             rf.checkout(f"c/{n}")
-        # BEGIN, snapshot (with the store version), latest sequence, the scan (1),
+        # BEGIN, snapshot (with the store version and latest sequence), the scan (1),
         # count (1), COMMIT; owned as the list.
-        with django_assert_num_queries(6 + owned_queries(), connection=connections["view"]) as ctx:
+        with django_assert_num_queries(5 + owned_queries(), connection=connections["view"]) as ctx:
             assert as_bob.get("/run-records?status=complete").status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]

@@ -174,10 +174,10 @@ def test_the_list_is_one_view_and_asks_owned_once(
     for i in range(3):
         rf.payment(f"payment/{i}")
 
-    # BEGIN, snapshot (with the store version), latest sequence, page (1), count
+    # BEGIN, snapshot (with the store version and latest sequence), page (1), count
     # (1), COMMIT; owned: see owned_queries.
     with (
-        django_assert_num_queries(6 + owned_queries(), connection=connections["view"]),
+        django_assert_num_queries(5 + owned_queries(), connection=connections["view"]),
         django_assert_max_num_queries(3, connection=connections["default"]),
     ):
         response = as_alice.get("/run-records")
@@ -189,7 +189,7 @@ def test_a_poll_is_204_until_a_session_saves(as_alice, django_assert_num_queries
     rf.checkout("checkout/1")
     url = poll_url_of(as_alice.get("/run-records").content.decode())
 
-    with django_assert_num_queries(4, connection=connections["view"]):
+    with django_assert_num_queries(3, connection=connections["view"]):
         unchanged = as_alice.get(url, HTTP_HX_REQUEST="true")
     rf.payment("payment/1")
     changed = as_alice.get(url, HTTP_HX_REQUEST="true")
@@ -402,10 +402,10 @@ def test_the_run_page_is_one_view(
 ):
     rf.sparse_feed("feed/1")
 
-    # BEGIN, snapshot (with the store version), latest sequence, record (1),
+    # BEGIN, snapshot (with the store version and latest sequence), record (1),
     # COMMIT; owned: see owned_queries.
     with (
-        django_assert_num_queries(5 + owned_queries(), connection=connections["view"]),
+        django_assert_num_queries(4 + owned_queries(), connection=connections["view"]),
         django_assert_max_num_queries(3, connection=connections["default"]),
     ):
         response = as_alice.get("/run-records/feed/1")

@@ -92,9 +92,9 @@ def test_scopes_cost_the_same_whatever_their_number(as_alice, django_assert_num_
         f.scope(f"s{i}")
         f.work(f"w{i}", scope_id=f"s{i}")
 
-    # BEGIN, snapshot (with the store version), latest sequence, scopes (1), six
+    # BEGIN, snapshot (with the store version and latest sequence), scopes (1), six
     # state facets of one query, COMMIT.
-    with django_assert_num_queries(11, connection=connections["view"]):
+    with django_assert_num_queries(10, connection=connections["view"]):
         assert as_alice.get("/scopes").status_code == 200
 
 

@@ -131,28 +131,28 @@ def test_timers_walk_both_ways_and_due_stays_in_the_links(as_alice) -> None:
 def test_a_page_costs_the_same_whatever_the_store_holds(
     as_alice, django_assert_num_queries
 ) -> None:
-    """BEGIN, the View's clock (with the store version) and the latest sequence (3),
+    """BEGIN, the View's clock (with the store version and latest sequence) (2),
     the page (1), the count (1), the page's Work's Timers (1) and its Work (1), COMMIT
     (1): 8 for Waits; Timers read no Work: 6. A page back that reaches the start reads
     the first page again: one more."""
     parked_at_once("few-0", "few-1", "few-2")
     view = connections["view"]
-    with django_assert_num_queries(8, connection=view):
+    with django_assert_num_queries(7, connection=view):
         assert len(rows(as_alice.get("/waits").content.decode())) == 3
-    with django_assert_num_queries(6, connection=view):
+    with django_assert_num_queries(5, connection=view):
         assert len(rows(as_alice.get("/timers").content.decode())) == 3
     parked_at_once(*(f"many-{n:03d}" for n in range(120)))
     timers_at_once(*(f"spare-{n:03d}" for n in range(100)))
-    with django_assert_num_queries(8, connection=view):
+    with django_assert_num_queries(7, connection=view):
         first = as_alice.get("/waits").content.decode()
     assert len(rows(first)) == DEFAULT_PAGE_SIZE
-    with django_assert_num_queries(8, connection=view):
+    with django_assert_num_queries(7, connection=view):
         second = as_alice.get("/waits" + link(first, "next")).content.decode()
     assert len(rows(second)) == DEFAULT_PAGE_SIZE
-    with django_assert_num_queries(9, connection=view):
+    with django_assert_num_queries(8, connection=view):
         back = as_alice.get("/waits" + link(second, "prev")).content.decode()
     assert rows(back) == rows(first)
-    with django_assert_num_queries(6, connection=view):
+    with django_assert_num_queries(5, connection=view):
         assert len(rows(as_alice.get("/timers?size=200").content.decode())) == 200
 
 

@@ -172,14 +172,14 @@ def test_the_errors_page_reads_in_one_view_with_a_pinned_query_count(
 ):
     from django.db import connections
 
-    # BEGIN, snapshot (with the store version), latest sequence, the groups (1: one
+    # BEGIN, snapshot (with the store version and latest sequence), the groups (1: one
     # GROUP BY), the failed and exhausted totals (1: the filter's Work facets),
     # COMMIT; the same with twice the groups.
-    with django_assert_num_queries(6, connection=connections["view"]):
+    with django_assert_num_queries(5, connection=connections["view"]):
         assert as_alice.get("/errors").status_code == 200
     for i in range(3):
         f.exhausted(f"more-{i}", message=f"quota {i} of kind {i} used up #{i}")
-    with django_assert_num_queries(6, connection=connections["view"]):
+    with django_assert_num_queries(5, connection=connections["view"]):
         assert as_alice.get("/errors").status_code == 200
 
 

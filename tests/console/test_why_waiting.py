@@ -106,9 +106,9 @@ def test_the_explanation_costs_one_read_whatever_the_history(
     for more in (0, 40):
         for n in range(more):
             granted(f"later-{n:02d}", ("shop", f"other-{n}"))
-        # BEGIN, the snapshot and latest sequence (2), Work, children, attempts,
+        # BEGIN, the snapshot (with the latest sequence), Work, children, attempts,
         # timeline, Waits, Timers, the near misses (one read per active Wait), COMMIT.
-        with django_assert_num_queries(11, connection=connections["view"]) as ctx:
+        with django_assert_num_queries(10, connection=connections["view"]) as ctx:
             html = as_bob.get("/works/order-7").content.decode()
         counts.append(len(ctx.captured_queries))
         assert len(near_misses(html)) == (3 if not more else 5)

@@ -136,11 +136,11 @@ def test_an_empty_work_says_what_would_appear(as_alice):
 def test_the_detail_reads_everything_in_one_view_with_a_pinned_query_count(
     as_alice, waiting_work, django_assert_num_queries, django_assert_max_num_queries
 ):
-    # BEGIN, snapshot (with the store version), latest sequence, Work, children,
+    # BEGIN, snapshot (with the store version and latest sequence), Work, children,
     # attempts, timeline, Waits, Timers, the active Wait's near misses
     # (console/works/waiting.py), COMMIT.
     with (
-        django_assert_num_queries(11, connection=connections["view"]),
+        django_assert_num_queries(10, connection=connections["view"]),
         django_assert_max_num_queries(3, connection=connections["default"]),
     ):
         response = as_alice.get("/works/w1")

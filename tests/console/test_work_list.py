@@ -227,22 +227,22 @@ def test_an_until_before_since_is_a_400_naming_the_field(as_alice, seeded):
 
 
 def test_within_costs_one_more_query_for_the_scopes(as_alice, seeded, django_assert_num_queries):
-    # BEGIN, snapshot (with the store version), latest sequence, Scopes (1), page
+    # BEGIN, snapshot (with the store version and latest sequence), Scopes (1), page
     # (1), facets (1), last tries (3), COMMIT.
-    with django_assert_num_queries(10, connection=connections["view"]):
+    with django_assert_num_queries(9, connection=connections["view"]):
         assert as_alice.get("/?within=acme").status_code == 200
 
 
 def test_the_list_reads_everything_in_one_view_with_a_pinned_query_count(
     as_alice, seeded, django_assert_num_queries, django_assert_max_num_queries
 ):
-    # BEGIN, snapshot (with the store version), latest sequence, page (1), facets (1:
+    # BEGIN, snapshot (with the store version and latest sequence), page (1), facets (1:
     # one GROUP BY), the rows' last tries (latest attempts, Timers, Waits: 3, whatever
     # the page size), COMMIT. On the
     # default alias: session, user, operator check, and the console's own tables (the
     # chosen columns, the saved views, the team-views permission: console/saved/).
     with (
-        django_assert_num_queries(9, connection=connections["view"]),
+        django_assert_num_queries(8, connection=connections["view"]),
         django_assert_max_num_queries(6, connection=connections["default"]),
     ):
         response = as_alice.get("/?state=ready")

@@ -107,7 +107,7 @@ class DeferrableViewStore(OrmStore):
     checklist resolution 8 rules out: it waits for a snapshot no open serializable
     writer can disturb, i.e. until the open writers finish."""
 
-    def _pin_snapshot(self) -> tuple[Nanos, int]:
+    def _pin_snapshot(self) -> tuple[Nanos, int, int]:
         with connections[self.view_using].cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY, DEFERRABLE")
         return super()._pin_snapshot()

@@ -30,11 +30,17 @@ Statement = tuple[str, list[Any]]
 def view_statements(
     store: OrmStore, fn: Callable[[Tx], object], wanted: Callable[[str], bool]
 ) -> list[Statement]:
-    """The statements ``store.view(fn)`` sends whose SQL is ``wanted``, in order."""
+    """The statements ``fn`` sends inside ``store.view`` whose SQL is ``wanted``, in
+    order: not the View's own first statement, which pins its snapshot (it reads the
+    clock row and the newest Event's sequence, ``OrmStore._pin_snapshot``)."""
     seen: list[Statement] = []
+    pinned = False
 
     def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if wanted(sql):
+        nonlocal pinned
+        if not pinned and "conduit_meta" in sql:
+            pinned = True
+        elif wanted(sql):
             seen.append((sql, list(params)))
         return execute(sql, params, many, context)
 
