@@ -216,10 +216,22 @@ def test_a_different_page_always_has_a_different_mark(
     read before it only if its mark does too. The examples share the store, so each
     starts where the last one left off (the setup runs once) and names what it creates
     afresh; an operation whose record is gone or already set is skipped."""
+    play(store, clock, program, lambda t: (page(t, "w1"), t.work_mark("w1", CHILDREN)))
+
+
+def play(
+    store: Store,
+    clock: FakeClock,
+    program: list[list[str]],
+    read: Callable[[Tx], tuple[Any, Any]],
+) -> None:
+    """Run ``program`` a transaction per step list (after the setup, once per store)
+    and check after each that where ``read``'s shown part (first) changed, its mark
+    (second) changed too."""
     if not view(store, None, lambda t: bool(t.works_of(["w1"]))):
         tx(store, setup)
     for steps in program:
-        before = view(store, None, lambda t: (page(t, "w1"), t.work_mark("w1", CHILDREN)))
+        before = view(store, None, read)
         clock.advance(1)
 
         def run(t: Tx, steps: list[str] = steps) -> None:
@@ -227,7 +239,7 @@ def test_a_different_page_always_has_a_different_mark(
                 _fresh(t, op, next(_serial))
 
         tx(store, run)
-        after = view(store, None, lambda t: (page(t, "w1"), t.work_mark("w1", CHILDREN)))
+        after = view(store, None, read)
         if after[0] != before[0]:
             assert after[1] != before[1], steps
 
@@ -316,17 +328,4 @@ def test_a_different_page_of_work_always_has_a_different_mark(
     """As the Work page's property, for a page of Work: after every transaction of a
     random program, the page differs from before only if its mark does too."""
     query = PAGES[page]
-    if not view(store, None, lambda t: bool(t.works_of(["w1"]))):
-        tx(store, setup)
-    for steps in program:
-        before = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
-        clock.advance(1)
-
-        def run(t: Tx, steps: list[str] = steps) -> None:
-            for op in steps:
-                _fresh(t, op, next(_serial))
-
-        tx(store, run)
-        after = view(store, None, lambda t: (listed(t, query), t.works_mark(query)))
-        if after[0] != before[0]:
-            assert after[1] != before[1], steps
+    play(store, clock, program, lambda t: (listed(t, query), t.works_mark(query)))
