@@ -21,7 +21,8 @@ A polling region sends the stamp it was rendered from, ``<store part>-<digest>``
   is as the poll saw it, the view answers 204 after reading only it, so a region the
   runtime's commits elsewhere never touch costs a few index reads, not the page. A
   region passes ``mark`` to ``polled_view``; a mark of "" means "cannot tell" (the
-  page is built and hashed as above).
+  page is built and hashed as above). A mark may share its reads with the page's
+  build: the two run in the same View, the mark first.
 
 A 204 carries the stamp as it is now (the ``X-Console-Stamp`` header); console.js keeps it on the
 region and sends it back in the same header, so the next poll can take the cheap path
@@ -120,7 +121,8 @@ def _canonical(value: Any) -> Any:
 
 
 def digest_of(page: Any) -> str:
-    """A hash of a built page's content: every field but its clock and its stamp."""
+    """A hash of a built page's content: every field but its clock and its stamp. A
+    region's mark (see the module) is the hash of its mark's reads, taken the same way."""
     if dataclasses.is_dataclass(page) and not isinstance(page, type):
         names = [n for n in _field_names(type(page)) if n not in UNSTAMPED]
         content: Any = tuple(_canonical(getattr(page, n)) for n in names)
@@ -168,11 +170,6 @@ def region_stamp[T](
         # Every page class is a frozen dataclass with a ``stamp`` field.
         return cast(T, dataclasses.replace(cast(Any, page), stamp=stamp))
     return page
-
-
-def mark_of(value: Any) -> str:
-    """A region's mark (see the module): a short hash of what ``value`` holds."""
-    return hashlib.blake2b(repr(_canonical(value)).encode(), digest_size=8).hexdigest()
 
 
 def polled_view[T](

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console.attempts import LastTry, attempt_label, last_try, read_last_tries, wait_label
-from console.polling import mark_of, polled_view, read
+from console.polling import digest_of, polled_view, read
 from console.scopes import subtree
 from console.works.filters import Cursor, WorkFilter
 from console.works.waiting import WhyWaiting, explain_waits
@@ -67,7 +67,35 @@ def _page_after(
     return rows[: f.size], len(rows) > f.size
 
 
-def work_list_mark(tx: Tx, f: WorkFilter, cursor: Cursor | None) -> str:
+class ListReads:
+    """What the Work list's mark and its page both read: the Scopes of ``within`` and
+    the filter's facets, each once per View. The two run in the same View (the mark
+    first), so a poll whose mark moved builds its page from the same reads."""
+
+    def __init__(self, f: WorkFilter) -> None:
+        self.f = f
+        self._tx: Tx | None = None  # the View the reads below were made in
+        self._tree: frozenset[str] | None = None
+        self._facets: WorkFacets | None = None
+
+    def _in(self, tx: Tx) -> None:
+        if tx is not self._tx:
+            self._tx, self._tree, self._facets = tx, None, None
+
+    def tree(self, tx: Tx) -> frozenset[str]:
+        self._in(tx)
+        if self._tree is None:
+            self._tree = within(tx, self.f)
+        return self._tree
+
+    def facets(self, tx: Tx) -> WorkFacets:
+        self._in(tx)
+        if self._facets is None:
+            self._facets = tx.work_facets(self.f.query(scope_ids=self.tree(tx)))
+        return self._facets
+
+
+def work_list_mark(tx: Tx, f: WorkFilter, cursor: Cursor | None, shared: ListReads) -> str:
     """The Work list's mark (``console.polling``): the page's IDs with its Work's
     newest log row and live Timers (``Tx.works_mark``: the rows and their last tries)
     and the filter's facets; "" (cannot tell) for a page back, which falls back to the
@@ -75,9 +103,9 @@ def work_list_mark(tx: Tx, f: WorkFilter, cursor: Cursor | None) -> str:
     (1), the page's IDs (1), their newest rows and Timers (1), the facets (1)."""
     if cursor is not None and cursor.backward:
         return ""
-    tree = within(tx, f)
-    page = f.query(after=cursor.key if cursor else None, limit=f.size + 1, scope_ids=tree)
-    return mark_of((tx.works_mark(page), tx.work_facets(f.query(scope_ids=tree))))
+    after = cursor.key if cursor else None
+    page = f.query(after=after, limit=f.size + 1, scope_ids=shared.tree(tx))
+    return digest_of((tx.works_mark(page), shared.facets(tx)))
 
 
 def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> WorkListPage | None:
@@ -85,11 +113,13 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
     stamp (none: the View's snapshot read it), on a poll after a commit the mark
     (``work_list_mark``), then when it moved or on a first render: the Scopes when
     ``within`` is set (1), the page (1, 2 when paging back past the start), the facets
-    (1), the rows' last tries (3)."""
+    (1), the rows' last tries (3); the Scopes and the facets are read once when the
+    mark read them first (``ListReads``)."""
+    shared = ListReads(f)
 
     def build(tx: Tx, stamp: str) -> WorkListPage:
         size = f.size
-        tree = within(tx, f)
+        tree = shared.tree(tx)
         query = f.query(scope_ids=tree)
         if cursor is not None and cursor.backward:
             page = f.query(after=cursor.key, limit=size + 1, reverse=True, scope_ids=tree)
@@ -102,18 +132,17 @@ def read_work_list(f: WorkFilter, cursor: Cursor | None, seen: str = "") -> Work
         else:
             rows, has_next = _page_after(tx, f, cursor.key if cursor else None, tree)
             has_prev = cursor is not None
-        facets = tx.work_facets(query)
         return WorkListPage(
             now=tx.now,
             stamp=stamp,
             works=rows,
-            facets=facets,
+            facets=shared.facets(tx),
             next_key=query.key_of(rows[-1]) if rows and has_next else None,
             prev_key=query.key_of(rows[0]) if rows and has_prev else None,
             tries=read_last_tries(tx, rows),
         )
 
-    return polled_view(seen, build, mark=lambda tx: work_list_mark(tx, f, cursor))
+    return polled_view(seen, build, mark=lambda tx: work_list_mark(tx, f, cursor, shared))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +206,13 @@ def work_page_mark(tx: Tx, work_id: str) -> str:
     the children the page lists, or "" (cannot tell) while it has an active Wait,
     whose near misses are the store's newest Events of the awaited types."""
     found = tx.work_mark(work_id, CHILDREN_MAX)
-    return "" if found.active_waits else mark_of(found)
+    return "" if found.active_waits else digest_of(found)
 
 
 def read_work_detail(work_id: str, seen: str = "") -> WorkDetail | None:
-    """Queries: the stamp (none: the View's snapshot read it), on a poll after a commit the mark (2:
-    ``work_page_mark``), then when it moved or on a first render: the Work (1),
+    """Queries: the stamp (none: the View's snapshot read it); on a poll after a
+    commit, the mark (``work_page_mark``: 1, 2 when the Work has children); then when
+    it moved or on a first render: the Work (1),
     children (1), attempts (1), timeline (1), Waits (1), Timers (1), and one per
     active Wait (its near misses)."""
 

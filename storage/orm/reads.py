@@ -188,15 +188,17 @@ class OrmReads(OrmFacets):
         return qs
 
     def _query_works(self, query: WorkQuery) -> list[Work]:
-        if keyset.is_merged(query):
-            sql, params = keyset.merged(query, self._filtered, self.alias)
-            return [codec.decode(Work, d) for d in self._column(sql, params)]
-        return self._page(self._filtered(query), query)
+        return [codec.decode(Work, d) for d in self._page_column(query, "data")]
 
-    def _page(self, qs: QuerySet[WorkRow], query: WorkQuery) -> list[Work]:
-        """``qs`` in the query's keyset order, after its cursor, up to its limit."""
-        data = keyset.ordered(qs, query).values_list("data", flat=True)
-        return [codec.decode(Work, d) for d in (data[: query.limit] if query.limit else data)]
+    def _page_column(self, query: WorkQuery, column: str) -> list[Any]:
+        """``column`` of each Work of ``query``'s page (its JSON, or its ID for
+        ``works_mark``), in its keyset order, after its cursor, up to its limit: one
+        index range, or one per state merged (``keyset``)."""
+        if keyset.is_merged(query):
+            sql, params = keyset.merged(query, self._filtered, self.alias, column)
+            return self._column(sql, params)
+        values = keyset.ordered(self._filtered(query), query).values_list(column, flat=True)
+        return list(values[: query.limit] if query.limit else values)
 
     # -- event scans ----------------------------------------------------------------
     def _scan_events(self, scan: EventScan) -> list[StoredEvent]:

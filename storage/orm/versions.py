@@ -11,7 +11,7 @@ from typing import Any
 from ..records import Nanos, WorkQuery
 from ..tx.versions import decoded, first_position, version_of
 from ..versions import RecordVersion, VersionKind, WorkMark, WorksMark
-from . import keyset, schema
+from . import schema
 from .pages import OrmPages
 from .writebehind import WriteBehind
 
@@ -191,15 +191,8 @@ class OrmVersions(OrmPages):
         )
 
     def _works_mark(self, query: WorkQuery) -> WorksMark:
-        # The page's IDs: the query's own index range (or one per state, merged), as
-        # ``_query_works`` reads it, selecting the ID instead of the JSON.
-        if keyset.is_merged(query):
-            sql, params = keyset.merged(query, self._filtered, self.alias, column="id")
-        else:
-            qs = keyset.ordered(self._filtered(query), query).values_list("id")[: query.limit]
-            sql, more = qs.query.get_compiler(using=self.alias).as_sql()
-            params = list(more)
-        ids = tuple(row[0] for row in self._rows(sql, params))
+        # The page's IDs, read as ``_query_works`` reads its JSON.
+        ids = tuple(self._page_column(query, "id"))
         if not ids:
             return WorksMark((), 0, 0)
         # One statement: each one's newest row (a seek backward of the per-Work index,

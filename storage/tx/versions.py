@@ -286,8 +286,7 @@ class VersionRules(TxBase):
         (``storage.versions.WorkMark``): the newest log row filed under it, counts of
         its live Timers, timeline Events (routed, scoped) and active Waits, and its
         first ``children`` children (0 to ``MARKED_CHILDREN_MAX``) with the newest row
-        of each one's Work record. A Work that does not exist has an empty mark (its
-        page is a 404). Reads indexes only: the per-Work log index's last entry, the
+        of each one's Work record. Reads indexes only: the per-Work log index's last entry, the
         Work's Events, Timers and Waits (a handful of rows for most Work), the
         children's index range and one seek of the per-record log index each."""
         self._check()

@@ -268,3 +268,16 @@ def test_a_parents_mark_reads_its_children_too(as_alice, acme_work, django_asser
     # As above, and the children's statement (their index range and newest rows).
     with django_assert_num_queries(5, connection=connections["view"]):
         assert poll(as_alice, url, stamp=stamp).status_code == 204
+
+
+def test_a_list_poll_whose_mark_moved_reads_the_facets_once(
+    as_alice, acme_work, django_assert_num_queries
+):
+    url, stamp = marked_stamp(as_alice, "/?scope=acme")
+    f.work("w2", scope_id="acme")  # the list shows it: the mark moves
+
+    # BEGIN, snapshot (with the store version and latest sequence), the mark (the
+    # page's IDs, their newest rows and Timers, the facets), then the page and its
+    # last tries (3) with the facets the mark read, COMMIT.
+    with django_assert_num_queries(10, connection=connections["view"]):
+        assert poll(as_alice, url, stamp=stamp).status_code == 200
