@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -21,12 +20,11 @@ import pytest
 from tests.console import factories as f
 from tests.console import routedfactories as rt
 from tests.console import run_record_factories as rf
+from tests.console.browser.pagechecks import COLOUR_RULES, serious
 from tests.console.browser.support import TIMEOUT
 
-AXE = Path(__file__).resolve().parents[2] / "vendor" / "axe-core" / "axe.min.js"
 PHONE = {"width": 360, "height": 800}
 DESKTOP = {"width": 1440, "height": 900}
-GRAVE = ("serious", "critical")
 
 # IDs as operators meet them: UUIDs, a long hex digest, a dotted path with no break.
 UUID = "3f2b8c1e-9d4a-4e7b-b6c2-5a1f0e9d8c7b"
@@ -174,29 +172,6 @@ PAGES = {
     # Last: it changes the bulk.target Work (and nothing another page shows).
     "bulk result": Visit("/?kind=bulk.target", run_bulk_retry),
 }
-
-
-# What a second theme can change: colours. The other rules read the document, which
-# the theme leaves alone, so the dark pass runs only these.
-COLOUR_RULES = ["color-contrast", "link-in-text-block"]
-
-
-def serious(page, rules: list[str] | None = None) -> list[str]:
-    """axe's serious and critical violations on the page as it is now (every rule, or
-    only ``rules``)."""
-    if not page.evaluate("typeof window.axe === 'object'"):
-        # evaluate() runs as the debugger does, outside the page's CSP.
-        page.evaluate(AXE.read_text(encoding="utf-8"))
-    options = {"runOnly": {"type": "rule", "values": rules}} if rules else {}
-    found = page.evaluate(
-        "options => axe.run(document, options).then(r => JSON.stringify(r.violations))", options
-    )
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']}; "
-        + " | ".join(n["target"][0] if n["target"] else "?" for n in v["nodes"][:4])
-        for v in json.loads(found)
-        if v["impact"] in GRAVE
-    ]
 
 
 def widths(page) -> tuple[int, int]:
