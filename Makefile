@@ -61,18 +61,20 @@ chromium:
 # controls, the multi-process tests, the console) must pass on both.
 #
 # TEST_WORKERS: pytest-xdist's -n for each engine's job (0: one pytest process each);
-# every worker has its own test database and template, and the browser tests stay on
-# one worker (--dist loadgroup). SQLITE_WORKERS / PG_WORKERS set one engine's. 2,
-# measured on this 2-core machine in fresh clones with `CI=true bash .ci/run`, nothing
-# else running: one process each took 1,707 s in all (SQLite 19 min 20 s, PostgreSQL
-# 25 min 21 s; stop 38), two each 891 s (SQLite 12 min 24 s, PostgreSQL 14 min 9 s;
-# 7 December 2026). Most of each job waits rather than computes: the 66 browser
-# journeys took 5 min 20 s of wall time and under 2 min of CPU on SQLite alone, and the
-# PostgreSQL job waits on its server and on a template copy per transactional test;
-# a second worker fills those waits. Earlier measurements had kept 0: one under a
-# load of 7-9 from other work, and one (6 December) that gave a second worker to
-# PostgreSQL alone (17 min 52 s), whose processes then took the CPU from SQLite's one.
-TEST_WORKERS ?= 2
+# every worker has its own test database and template, and the browser tests run as
+# two groups, each on one worker (--dist loadgroup; tests/console/browser/conftest.py).
+# SQLITE_WORKERS / PG_WORKERS set one engine's. Measured on this 2-core machine with
+# `CI=true bash .ci/run` or the same two jobs, nothing else running: one process each
+# took 1,707 s in all (SQLite 19 min 20 s, PostgreSQL 25 min 21 s; stop 38), two each
+# 891 s (7 December 2026). On 7 December at 11:00 the same machine ran slower (the
+# same tree, two each: 28 min 38 s, SQLite 25 min 25 s, PostgreSQL 28 min 18 s), and
+# three each, with the browser tests in two groups, took 26 min 6 s (SQLite 23 min
+# 33 s, PostgreSQL 25 min 28 s): 9% less, one run of each. Both CPUs were busy all
+# through the three-worker run (/proc/stat every 10 s: no idle second), so a worker
+# more gains only where one job's last worker would go on alone; the browser tests
+# are 40% of each job's test time, and in one group they were one worker's for most
+# of the job. Measure again before changing it.
+TEST_WORKERS ?= 3
 test: venv chromium
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

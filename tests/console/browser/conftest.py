@@ -1,6 +1,6 @@
-"""The browser tests' fixtures: one Chromium for the package's tests (``browser``,
-tests/support/browser.py, which also says why DJANGO_ALLOW_ASYNC_UNSAFE is set only
-while it runs), a fresh context (cookies, storage, viewport) per test, and the page's
+"""The browser tests' fixtures: one Chromium for the package's tests on a worker
+(``browser``, tests/support/browser.py, which also says why DJANGO_ALLOW_ASYNC_UNSAFE is
+set only while it runs), a fresh context (cookies, storage, viewport) per test, and the page's
 error log.
 
 A new context costs 0.2 s, Playwright and Chromium started per test 1.5 s (measured);
@@ -19,12 +19,21 @@ from .support import TIMEOUT
 HERE = Path(__file__).resolve().parent
 
 
+# The browser tests run as this many xdist groups (make test's xdist runs --dist
+# loadgroup): a group's tests run one after the other on one worker, whose Chromium
+# starts once for them. One group held 40% of each engine's test time on one worker; two
+# let two workers share them (see the Makefile's TEST_WORKERS).
+GROUPS = 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every browser test on one xdist worker, one after the other (make test's xdist
-    # runs --dist loadgroup), so that the package's Chromium starts once.
+    # Whole modules, dealt in turn to the groups by name: a module's journeys share
+    # its fixtures, and the split is the same in every run and on every worker.
+    modules = sorted({item.path for item in items if item.path.is_relative_to(HERE)})
+    group = {path: f"browser-{n % GROUPS}" for n, path in enumerate(modules)}
     for item in items:
-        if item.path.is_relative_to(HERE):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+        if item.path in group:
+            item.add_marker(pytest.mark.xdist_group(group[item.path]))
 
 
 @pytest.fixture(scope="package")
