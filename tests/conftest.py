@@ -41,13 +41,9 @@ def pytest_report_header(config: pytest.Config) -> str:
     return "database: SQLite (set DATABASE_URL for PostgreSQL); postgres_only tests are deselected"
 
 
-# A wrapper: before the other hooks, the marks go on the items (pytest's own -m
-# deselection reads them); after them (pytest-django's reordering included), the slow
-# tests go first.
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(
-    config: pytest.Config, items: list[pytest.Item]
-) -> Iterator[None]:
+# tryfirst: the marks must be on the items before pytest's own -m deselection reads them.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     engine_neutral.mark(items)
     engine = _engine()
     other = {marker for name, marker in ENGINE_MARKERS.items() if name != engine}
@@ -57,13 +53,6 @@ def pytest_collection_modifyitems(
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-    yield
-    # Slow tests first, the order otherwise kept. xdist (--dist loadgroup) hands the
-    # tests out in this order, so a test of minutes starts while every worker is busy,
-    # not last with the others done: the benchmark harness's smoke test, the slowest,
-    # touches no database and came last in pytest-django's order (database tests,
-    # transactional ones, then the rest).
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,6 @@ def test_a_fresh_store_has_exhausted_work_sharing_one_error_within_a_minute():
 
 
 @db
-@pytest.mark.slow  # two simulators' minutes, tick by tick
 def test_a_second_simulator_on_the_same_store_sends_no_more_poison():
     store = default_store()
     _run(Simulator(store, default_artifacts(), seed=1, rate=RATE), 60)

@@ -182,7 +182,6 @@ def _walk(tx: Tx, query: WorkQuery) -> list[str]:
         after = query.key_of(page[-1])
 
 
-@pytest.mark.slow  # 60 examples, each a flushed store built and queried: about a minute
 @settings(
     max_examples=60,
     deadline=None,
