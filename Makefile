@@ -69,11 +69,13 @@ chromium:
 # 891 s (7 December 2026). On 7 December at 11:00 the same machine ran slower (the
 # same tree, two each: 28 min 38 s, SQLite 25 min 25 s, PostgreSQL 28 min 18 s), and
 # three each, with the browser tests in two groups, took 26 min 6 s (SQLite 23 min
-# 33 s, PostgreSQL 25 min 28 s): 9% less, one run of each. Both CPUs were busy all
-# through the three-worker run (/proc/stat every 10 s: no idle second), so a worker
-# more gains only where one job's last worker would go on alone; the browser tests
-# are 40% of each job's test time, and in one group they were one worker's for most
-# of the job. Measure again before changing it.
+# 33 s, PostgreSQL 25 min 28 s), and a fresh clone of the same arrangement 31 min 13 s
+# an hour later: the runs differed more than the arrangements. Both CPUs were busy all
+# through (/proc/stat every 10 s: at most 5% idle), and then a third worker changes
+# little (its own test database, template and Chromium); where the CPU waits, as in
+# the measurements before, it fills the waits. The browser tests are 40% of each job's
+# test time: in one group they were one worker's for most of the job. Measure again,
+# in fresh clones, before changing it.
 TEST_WORKERS ?= 3
 test: venv chromium
 	$(VENV)/bin/ruff check .
