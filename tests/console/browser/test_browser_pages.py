@@ -20,7 +20,7 @@ import pytest
 from tests.console import factories as f
 from tests.console import routedfactories as rt
 from tests.console import run_record_factories as rf
-from tests.console.browser.pagechecks import COLOUR_RULES, serious
+from tests.console.browser.pagechecks import fits_and_passes_axe
 from tests.console.browser.support import TIMEOUT
 
 PHONE = {"width": 360, "height": 800}
@@ -174,10 +174,6 @@ PAGES = {
 }
 
 
-def widths(page) -> tuple[int, int]:
-    return page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-
-
 @pytest.fixture
 def seeded(alice) -> dict[str, str]:
     return seed()
@@ -190,14 +186,7 @@ def check(page, url: str, visit: Visit, size: dict[str, int], ids: dict[str, str
     page.goto(url + visit.path.format(**ids))
     if visit.then:
         visit.then(page)
-    wrong = []
-    scroll, inner = widths(page)
-    if scroll > inner:
-        wrong.append(f"{scroll} px wide on a {inner} px screen")
-    wrong += [f"light: {v}" for v in serious(page)]
-    page.emulate_media(color_scheme="dark")
-    wrong += [f"dark: {v}" for v in serious(page, COLOUR_RULES)]
-    return wrong
+    return fits_and_passes_axe(page, size["width"], size["height"])
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "view"])
