@@ -113,12 +113,15 @@ def test_retry_all_at_the_real_cap_keeps_transactions_short_and_shows_progress(
             f"single writes: median {statistics.median(waits) * 1000:.0f} ms, p99 "
             f"{blocked_p99 * 1000:.0f} ms, longest {blocked * 1000:.0f} ms"
         )
-    # Short transactions, and no starvation: a writer waits for about one of the bulk
-    # action's transactions, not for a run of them (with 100 per transaction and no
-    # yield it waited up to 14 s behind 150 ms transactions). Bounds relative to the
-    # transactions measured, so a loaded machine slows both sides alike; on an idle
-    # one the figures printed above are well under the 200 ms goal.
-    assert statistics.median(timed.seconds) < 0.2
+    # Short transactions: each takes at most BULK_BATCH Work (a record and an apply
+    # per batch, and the plan's claim and end), never the whole selection in one. How
+    # long they take is benchmark 7's measure (bench/triage.py), not a bound here: a
+    # median under 200 ms here failed on CI with the CPUs saturated (278 ms).
+    assert len(timed.seconds) == 2 * (CAP // actions.BULK_BATCH) + 2
+    # No starvation: a writer waits for about one of the bulk action's transactions,
+    # not for a run of them (with 100 per transaction and no yield it waited up to 14 s
+    # behind 150 ms transactions). Bounds relative to the transactions measured in
+    # this run, so a loaded machine slows both sides alike.
     assert blocked_p99 <= 2 * p99 + 0.05
     assert blocked <= 2 * longest + 0.1
     assert storage.view(default_store(), None, lambda tx: read_progress(tx, form["token"])) is None
