@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -39,6 +39,7 @@ from storage.ops.manual import (
     TokenReused,
     apply,
     do_apply_manual_event,
+    prefetch,
     record,
 )
 
@@ -321,13 +322,14 @@ def _record_batch(
     tx: Tx,
     action: Action,
     username: str,
-    work_ids: Iterable[str],
+    work_ids: Sequence[str],
     reason: str,
     token: str,
     progress: BulkProgress | None,
 ) -> list[tuple[str, tuple[StoredEvent, bool] | str]]:
     if progress is not None:
         tx.kv_put(PROGRESS_NAMESPACE, token, replace(progress, beat=tx.now).encode())
+    prefetch(tx, work_ids, attempts=False)
     out: list[tuple[str, tuple[StoredEvent, bool] | str]] = []
     for work_id in work_ids:
         try:
@@ -348,6 +350,7 @@ def _apply_batch(
         return []
 
     def apply_all(tx: Tx) -> list[ActionResult]:
+        prefetch(tx, [stored.event.work_id for stored, _ in events], attempts=True)
         return [apply(tx, tx.event(stored.id)) for stored, _ in events]
 
     try:

@@ -159,18 +159,27 @@ class OrmTx(OrmVersions):
         spec = schema.TABLES[table]
         live = ", live" if spec.tombstones else ""
         found = self._fetch(f"SELECT data{live} FROM {spec.name} WHERE id = %s", [id])
+        if table == "work":
+            return self._keep_work(id, found[0][0] if found else None)
         if not found:
-            if table == "work":
-                # No attempt, Wait or Timer names a Work that does not exist (see
-                # storage.orm.writebehind), so its listings need no read.
-                for name in schema.PER_WORK:
-                    self._buffer.tables[name].complete.add(id)
             return cache.keep(id, CachedRow(None, stored=False))
         data = found[0][0]
         text = None if codec.shareable_check(cache.cls) else data
         record = RECENT.decode(cache.cls, data)
         alive = bool(found[0][-1]) if live else True
         return cache.keep(id, CachedRow(record, text, live=alive, loaded=data))
+
+    def _keep_work(self, id: str, data: str | None) -> CachedRow:
+        """A Work row as read (``data`` None: there is none)."""
+        cache = self._buffer.tables["work"]
+        if data is None:
+            # No attempt, Wait or Timer names a Work that does not exist (see
+            # storage.orm.writebehind), so its listings need no read.
+            for name in schema.PER_WORK:
+                self._buffer.tables[name].complete.add(id)
+            return cache.keep(id, CachedRow(None, stored=False))
+        text = None if codec.shareable_check(Work) else data
+        return cache.keep(id, CachedRow(RECENT.decode(Work, data), text, loaded=data))
 
     def _put(self, table: Table, record: Any, create: bool) -> None:
         extra = None
@@ -227,27 +236,47 @@ class OrmTx(OrmVersions):
 
     def _list_of_works(self, table: Table, work_ids: Sequence[str]) -> list[Any]:
         # Through the flushing cursor: the buffer cannot tell which of these Work it
-        # holds every row of. One query per max_params IDs (one for any page).
+        # holds every row of; once flushed, the database is exact, and what it returns
+        # is kept with the Work marked complete, as ``_of_work`` would, so the rules'
+        # per-Work reads that follow (a bulk action's batch) need no statement each.
+        # One query per max_params IDs (one for any page).
         spec = schema.TABLES[table]
+        cache = self._buffer.tables[table]
         live = f" AND live = {self.dialect.true}" if spec.tombstones else ""
-        step = self.dialect.max_params
         records = []
-        for start in range(0, len(work_ids), step):
-            chunk = list(work_ids[start : start + step])
+        for chunk in self._chunks(work_ids):
             marks = ", ".join(["%s"] * len(chunk))
-            sql = f"SELECT data FROM {spec.name} WHERE work_id IN ({marks}){live}"
-            records += [codec.decode(spec.cls, d) for d in self._column(sql, chunk)]
+            sql = f"SELECT id, data FROM {spec.name} WHERE work_id IN ({marks}){live}"
+            for id, data in self._rows(sql, chunk):
+                row = cache.rows.get(id)
+                if row is None:
+                    row = cache.keep(id, CachedRow(RECENT.decode(cache.cls, data), loaded=data))
+                records.append(cache.read(row))
+            cache.complete.update(chunk)
         return sorted(records, key=lambda r: r.id)
 
     def _works_by_id(self, work_ids: Sequence[str]) -> list[Work]:
-        # Through the flushing cursor, as _list_of_works: one query per max_params IDs.
-        step = self.dialect.max_params
+        # Through the flushing cursor, as _list_of_works, and kept as ``_load`` keeps
+        # a Work (one absent is known absent): one query per max_params IDs.
+        cache = self._buffer.tables["work"]
         works = []
-        for start in range(0, len(work_ids), step):
-            chunk = list(work_ids[start : start + step])
-            sql = f"SELECT data FROM {schema.WORK} WHERE id IN ({', '.join(['%s'] * len(chunk))})"
-            works += [codec.decode(Work, d) for d in self._column(sql, chunk)]
+        for chunk in self._chunks(work_ids):
+            marks = ", ".join(["%s"] * len(chunk))
+            sql = f"SELECT id, data FROM {schema.WORK} WHERE id IN ({marks})"
+            found = dict(self._rows(sql, chunk))
+            for id in chunk:
+                row = cache.rows.get(id)
+                if row is None:
+                    row = self._keep_work(id, found.get(id))
+                work = cache.read(row)
+                if work is not None:
+                    works.append(work)
         return sorted(works, key=lambda w: w.id)
+
+    def _chunks(self, ids: Sequence[str]) -> Iterator[list[str]]:
+        step = self.dialect.max_params
+        for start in range(0, len(ids), step):
+            yield list(ids[start : start + step])
 
     def _of_work(self, table: Table, work_id: str) -> list[CachedRow]:
         """The cached rows of one Work's attempts, Waits or live Timers, after reading

@@ -5,6 +5,7 @@ import re
 from html import unescape as html_unescape
 
 import pytest
+from django.db import connections
 
 import storage
 from console.actions import work as actions
@@ -13,6 +14,7 @@ from console.actions.work import do_bulk
 from storage import WorkState, from_ns
 from storage.default import default_store
 from storage.ops.manual import MANUAL_SOURCE, Action
+from storage.tx.fields import ID_MAX_BYTES
 from tests.console import factories as f
 from tests.console.conftest import DB
 from tests.console.support.bulk import confirmed, eligible_rows, hidden
@@ -193,6 +195,46 @@ def test_do_bulk_skips_missing_works_with_the_reason(alice):
 
     assert [r.work_id for r in summary.done] == ["w1"]
     assert [(s.work_id, s.reason) for s in summary.skipped] == [("ghost", "no such Work")]
+
+
+def test_do_bulk_reads_a_batchs_work_once_not_once_per_work(alice):
+    """Each batch reads its Work (and, to apply, their attempts and Timers) in one
+    statement each, so a batch costs no round trip per Work for them (on PostgreSQL
+    each is one); an ID no Work can have is still reported, not an error."""
+    ids = [f"r{i:02d}" for i in range(actions.BULK_BATCH)]
+    f.exhausted_many(ids)
+    too_long = "x" * (ID_MAX_BYTES + 1)
+    sent: list[str] = []
+
+    def watch(execute, sql, params, many, context):
+        sent.append(" ".join(sql.split()))
+        return execute(sql, params, many, context)
+
+    with connections["default"].execute_wrapper(watch):
+        summary = do_bulk(
+            default_store(),
+            username="alice",
+            action="retry",
+            work_ids=[*ids, too_long],
+            reason="x",
+            token=new_token(),
+        )
+
+    assert [r.work_id for r in summary.done] == ids
+    assert [(s.work_id, s.reason) for s in summary.skipped] == [(too_long, "no such Work")]
+    # Two batches (the 25 and the bad ID), each two transactions (the bad ID's second
+    # has nothing to apply). Per batch one read of the Work, by the set; the bad ID's
+    # batch cannot be read as a set and falls back to the per-Work read.
+    work_reads = [sql for sql in sent if sql.startswith("SELECT id, data FROM conduit_work ")]
+    assert len(work_reads) == 2, work_reads
+    one_work = [sql for sql in sent if sql.startswith("SELECT data FROM conduit_work WHERE id")]
+    assert len(one_work) == 1, one_work
+    # Attempts and Timers: one read for the batch, none per Work.
+    by_work = re.compile(r"SELECT .* FROM conduit_(execution|timer) WHERE work_id (IN|=)")
+    assert [m.groups() for sql in sent if (m := by_work.match(sql))] == [
+        ("execution", "IN"),
+        ("timer", "IN"),
+    ]
 
 
 def test_it_answers_405_to_a_bulk_request_that_is_neither_get_nor_post(as_alice):

@@ -23,6 +23,7 @@ from storage import (
     Conflict,
     ExecutionState,
     Guard,
+    NotFound,
     OutcomeKind,
     Scope,
     TimerQuery,
@@ -366,3 +367,70 @@ def test_event_sequences_stay_consecutive_across_transactions(store: OrmStore) -
     second = accept(["e3"])
     third = accept(["e4", "e5"])
     assert first + second + third == list(range(first[0], first[0] + 5))
+
+
+def test_a_set_read_keeps_its_rows_so_per_work_reads_that_follow_send_nothing(
+    store: OrmStore,
+) -> None:
+    """``works_of``, ``latest_executions`` and ``timers_of`` keep what they read for the
+    transaction (a bulk action's batch reads its Work so, then runs the rules on each):
+    the per-Work reads after them are answered from the buffer, with what the database
+    holds and the transaction's own writes, and a write after them is sent as usual."""
+
+    def seed(t: Tx) -> None:
+        for i in (1, 2):
+            t.put_work(make_work(f"w{i}"))
+            t.put_execution(make_execution(f"x{i}", f"w{i}"))
+            t.put_timer(make_timer(f"t{i}", work_id=f"w{i}"))
+        t.put_timer(make_timer("t9", work_id="w2"))
+        t.delete_timer("t9", 1)  # a tombstone: listed neither by the set read nor per Work
+
+    store.transact(Guard(), seed)
+    ids = ["w1", "w2", "w3", "nope"]
+
+    def per_work(t: Tx) -> list[Any]:
+        found: list[Any] = []
+        for work_id in ids:
+            work = t.work(work_id) if work_id != "nope" else None
+            found.append(
+                (work, t.executions(work_id), t.live_executions(work_id), t.timers(work_id))
+            )
+        return found
+
+    def set_reads(t: Tx) -> None:
+        t.works_of(ids)
+        t.latest_executions(ids)
+        t.timers_of(ids)
+
+    def reads(t: Tx) -> tuple[list[Any], list[str]]:
+        t.put_work(make_work("w3"))  # written in this transaction, not yet sent
+        t.put_execution(make_execution("x3", "w3"))
+        set_reads(t)
+        before = statements.mark()
+        found = per_work(t)
+        with pytest.raises(NotFound):
+            t.work("nope")
+        return found, [sql for sql, _ in statements.seen[before:]]
+
+    with watching() as statements:
+        found, sent = store.transact(Guard(), reads)
+
+    assert sent == [], sent
+    assert found == store.view(per_work)
+    assert [[x.id for x in xs] for _, xs, _, _ in found] == [["x1"], ["x2"], ["x3"], []]
+    assert [[t.id for t in ts] for _, _, _, ts in found] == [["t1"], ["t2"], [], []]
+
+    def write(t: Tx) -> None:
+        set_reads(t)
+        claimed = t.claim("x1", "worker-1", t.now + 10**9)
+        t.put_execution(
+            replace(claimed, state=ExecutionState.COMPLETED, outcome=outcome(OutcomeKind.COMPLETED))
+        )
+        t.delete_timer("t2", 1)
+
+    store.transact(Guard(), write)
+    (w1, xs1, live1, _), (_, _, _, ts2) = store.view(per_work)[:2]
+    assert [x.state for x in xs1] == [ExecutionState.COMPLETED]
+    assert live1 == []
+    assert w1.revision == 2  # claimed: the Work moved to running
+    assert ts2 == []
