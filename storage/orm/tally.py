@@ -93,8 +93,11 @@ def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
     each margin, states x distinct values rows. Any other reads the selected
     combinations' rows: per state, kind and Scope from the Work rows (dimension ""),
     per value of every other dimension, each named (the margins' rows are not
-    theirs). Either way its cost follows the values in use, whatever the number of
-    Work; the unique index leads with the dimension, so each part is index ranges."""
+    theirs). A selection of the exhausted Work (``tally.answers_exhausted``) reads
+    their rows the same way: the exhausted rows for state, kind and Scope (and their
+    sum for the exhausted count), the exhausted Work's own dimensions for the rest.
+    Either way its cost follows the values in use, whatever the number of Work; the
+    unique index leads with the dimension, so each part is index ranges."""
     where, params = _where(query)
     table = schema.WORK_TALLY
     if tally.reads_margins(query):
@@ -106,8 +109,13 @@ def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
             f"WHERE dimension IN ({others}){where} GROUP BY dimension, value",
         ]
         return " UNION ALL ".join(parts), params * len(parts)
-    work = f"FROM {table} WHERE dimension = '{tally.WORK}'{where}"
-    others = _listed(tuple(d for d in tally.DIMENSIONS if d != tally.WORK))
+    if query.exhausted:
+        # ``tally.answers_exhausted``: the exhausted rows stand for the Work rows, and
+        # the exhausted Work's own dimensions for the others; their count is the sum.
+        rows, others = tally.EXHAUSTED, _listed(tuple(tally.EXHAUSTED_DIMENSIONS))
+    else:
+        rows, others = tally.WORK, _listed(tuple(d for d in tally.DIMENSIONS if d != tally.WORK))
+    work = f"FROM {table} WHERE dimension = '{rows}'{where}"
     parts = [
         f"SELECT 'state', state, SUM(n) {work} GROUP BY state",
         f"SELECT '{tally.KIND}', kind, SUM(n) {work} GROUP BY kind",
@@ -115,6 +123,8 @@ def facets_statement(query: WorkQuery) -> tuple[str, list[Any]]:
         f"SELECT dimension, value, SUM(n) FROM {table} "
         f"WHERE dimension IN ({others}){where} GROUP BY dimension, value",
     ]
+    if query.exhausted:
+        parts.append(f"SELECT '{tally.EXHAUSTED}', '', SUM(n) {work}")
     return " UNION ALL ".join(parts), params * len(parts)
 
 
@@ -136,9 +146,9 @@ def facets_of(rows: list[tuple[str, str, Any]]) -> WorkFacets:
     sums: dict[str, dict[str, int]] = {}
     exhausted = 0
     for named, value, n in rows:
-        facet = tally.MARGINS.get(named, named)
+        facet = tally.MARGINS.get(named) or tally.EXHAUSTED_DIMENSIONS.get(named, named)
         if facet == tally.EXHAUSTED:
-            exhausted += int(n)
+            exhausted += int(n or 0)  # SUM of no row is NULL
         else:
             sums.setdefault(facet, {})[value] = int(n)
     return tally.from_sums(sums, exhausted)
@@ -165,6 +175,11 @@ def rebuild(cursor: Any, true: Any) -> None:
         ),
         f"SELECT '{tally.EXHAUSTED}', {key}, '', COUNT(*) FROM {schema.WORK} "
         f"WHERE exhausted = {true} GROUP BY {key}",
+        *(
+            f"SELECT '{tally.EXHAUSTED_OF + dimension}', {key}, {column}, COUNT(*) "
+            f"FROM {schema.WORK} WHERE exhausted = {true} GROUP BY {key}, {column}"
+            for dimension, column in valued
+        ),
         # The margins: keyed by state and value only.
         f"SELECT '{tally.MARGIN_WORK}', state, '', '', '', COUNT(*) FROM {schema.WORK} "
         "GROUP BY state",

@@ -143,11 +143,12 @@ class WorkRules(TxBase):
         return self._count_works(query) if counted is None else counted
 
     def work_facets(self, query: WorkQuery) -> WorkFacets:
-        """From the tally when it answers ``query`` (states, Scope and kind only:
-        time independent of the history), else counted from the Work rows."""
+        """From the tally when it answers ``query`` (states, Scope and kind only, of
+        every Work or of the exhausted Work: time independent of the history), else
+        counted from the Work rows."""
         self._check()
         check_query(query)
-        if tally.answers(query):
+        if tally.answers(query) or tally.answers_exhausted(query):
             self._settle_tally()
             return self._tally_facets(query)
         return self._work_facets(query)

@@ -228,11 +228,12 @@ def read(tx):
         "schema_version": store.schema_version,
         "works": [w.id for w in tx.works()],
         "marks": {w.id: [w.state.value, w.exhausted, w.error_group] for w in tx.works()},
-        # 0009 backfilled the tally, 0015 its margins: its facets are the Work's own
-        # (the rows read), by states alone (the margins) and by Scope (the rest).
+        # 0009 backfilled the tally, 0015 its margins, 0026 its exhausted rows: its
+        # facets are the Work's own (the rows read), by states alone (the margins), by
+        # Scope (the rest) and of the exhausted Work.
         "tallied": all(
             tx.work_facets(q) == select_facets(q, tx.works())
-            for q in (WorkQuery(), WorkQuery(scope_id="acme"))
+            for q in (WorkQuery(), WorkQuery(scope_id="acme"), WorkQuery(exhausted=True))
         ),
         # 0014 backfilled the series tally: the count from scratch over the records.
         "series_tallied": bool(series_rows()) and series_rows() == series_counted(tx),
@@ -293,6 +294,7 @@ def test_the_schema_1_format_1_fixture_opens_upgrades_and_reads(tmp_path: Path) 
         "0023_record_version",
         "0024_version_horizon",
         "0025_kv_namespace_binary",
+        "0026_work_tally_exhausted",
     ]
     assert out["pending"] == [], "migrate left a storage migration unapplied"
     assert out["tallied"], "the tally's facets differ from the Work's after 0009 and 0015"

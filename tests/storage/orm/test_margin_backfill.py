@@ -22,17 +22,11 @@ from storage.orm.dialect import dialect
 
 from ..contract._helpers import terminate
 from ..support import make_execution, make_scope, make_work
+from ..support.work_tally import stored_tally
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
 migration = importlib.import_module("storage.migrations.0015_work_tally_margins")
-
-
-def _stored() -> dict[tally.TallyKey, int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT state, scope_id, kind, dimension, value, n FROM conduit_work_tally")
-        rows = cursor.fetchall()
-    return {(s, scope, kind, d, v): int(n) for s, scope, kind, d, v, n in rows if n}
 
 
 def _margins(rows: dict[tally.TallyKey, int]) -> dict[tally.TallyKey, int]:
@@ -64,22 +58,22 @@ def store() -> Iterator[OrmStore]:
 def test_the_backfill_writes_the_margins_the_rules_keep(store: OrmStore) -> None:
     works = store.view(lambda t: t.works())
     assert any(w.exhausted for w in works)
-    kept = _stored()
+    kept = stored_tally()
     assert kept == tally.count(works)
     assert _margins(kept)
     with connection.schema_editor() as editor:
         migration.remove(apps, editor)
-    assert _stored() == {k: n for k, n in kept.items() if k not in _margins(kept)}
+    assert stored_tally() == {k: n for k, n in kept.items() if k not in _margins(kept)}
     for _ in range(2):  # once as the migration runs, once more: replaced, not added
         with connection.schema_editor() as editor:
             migration.backfill(apps, editor)
-        assert _stored() == kept
+        assert stored_tally() == kept
 
 
 def test_the_rebuild_writes_the_tally_the_rules_keep_margins_included(store: OrmStore) -> None:
-    kept = _stored()
+    kept = stored_tally()
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM conduit_work_tally")
         tally_sql.rebuild(cursor, dialect(connection).true)
-    assert _stored() == kept
+    assert stored_tally() == kept
     assert _margins(kept)

@@ -219,11 +219,16 @@ def test_sqlite_queries_equal_select_works(
             )
             assert tx.work_facets(keyed) == select_facets(keyed, everything), keyed
             assert tx.count_works(keyed) == len(select_works(keyed, everything)), keyed
+            # Its exhausted Work (the exhausted list): from their own tally rows.
+            dead = replace(keyed, exhausted=True)
+            assert tx.work_facets(dead) == select_facets(dead, everything), dead
+            assert tx.count_works(dead) == len(select_works(dead, everything)), dead
             # Bounded in time: by ``until`` alone, the tally less the Work updated
             # since (``tally.complements``); by ``since`` or both, the rows directly.
             until = query.updated_before if query.updated_before is not None else T0 + 6_000
             for bounded in (
                 replace(keyed, updated_before=until),
+                replace(dead, updated_before=until),
                 replace(keyed, updated_since=query.updated_since, updated_before=until),
                 replace(keyed, updated_since=query.updated_since),
             ):

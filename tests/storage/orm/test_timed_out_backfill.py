@@ -23,18 +23,15 @@ from storage.orm.dialect import dialect
 
 from ..contract._helpers import terminate
 from ..support import make_execution, make_timer, make_wait, make_work, park
+from ..support.work_tally import stored_tally
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "view"])
 
 migration = importlib.import_module("storage.migrations.0020_timed_out_groups")
+# 0026 came later: the exhausted Work's own tally rows, recounted in full as it runs,
+# removed when it is unapplied (before 0020 is: unapplied in reverse order).
+exhausted_rows = importlib.import_module("storage.migrations.0026_work_tally_exhausted")
 REPLIED = "timed out waiting for zendesk.ticket.replied"
-
-
-def _stored() -> dict[tally.TallyKey, int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT state, scope_id, kind, dimension, value, n FROM conduit_work_tally")
-        rows = cursor.fetchall()
-    return {(s, scope, kind, d, v): int(n) for s, scope, kind, d, v, n in rows if n}
 
 
 def _park(t: Tx, work_id: str, types: tuple[str, ...], *, timeout: bool = True) -> None:
@@ -98,7 +95,7 @@ def _as_format_7_left_them() -> None:
 
 
 def test_the_backfill_groups_timed_out_work_as_the_rules_do(store: OrmStore) -> None:
-    kept, kept_tally = _marks(store), _stored()
+    kept, kept_tally = _marks(store), stored_tally()
     assert kept == {
         "w0": (True, REPLIED),
         "w1": (True, REPLIED),
@@ -113,14 +110,19 @@ def test_the_backfill_groups_timed_out_work_as_the_rules_do(store: OrmStore) -> 
     for _ in range(2):  # once as the migration runs, once more: the same
         with connection.schema_editor() as editor:
             migration.backfill(apps, editor)
+            exhausted_rows.backfill(apps, editor)
         assert _marks(store) == kept
-        assert _stored() == kept_tally == tally.count(store.view(lambda t: t.works()))
+        assert stored_tally() == kept_tally == tally.count(store.view(lambda t: t.works()))
         assert dict(WorkRow.objects.values_list("id", "data")) == kept_data
 
 
 def test_unapplied_it_clears_only_the_timed_out_groups(store: OrmStore) -> None:
     kept = _marks(store)
     with connection.schema_editor() as editor:
+        exhausted_rows.remove(apps, editor)
         migration.clear(apps, editor)
     assert _marks(store) == {**kept, "w0": (True, ""), "w1": (True, "")}
-    assert _stored() == tally.count(store.view(lambda t: t.works()))
+    counted = tally.count(store.view(lambda t: t.works()))
+    assert stored_tally() == {
+        k: n for k, n in counted.items() if k[3] not in tally.EXHAUSTED_DIMENSIONS
+    }
