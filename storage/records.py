@@ -41,8 +41,11 @@ JSON = Any  # a JSON-compatible value (dict, list, str, int, float, bool, None)
 # would mint leases without them and decide expiry on wall time, so it must stop
 # writing once format-9 code has opened the store; 10 no field but the Event key rows
 # (``conduit_event_key``, migration 0021) every Event write keeps: a format-9 process
-# would accept Events the key page and ``/events?key_*`` never find.
-RECORD_FORMAT = 10
+# would accept Events the key page and ``/events?key_*`` never find; 11 no field but
+# the exhausted Work's own Work tally rows (migration 0026) every write keeps: a
+# format-10 process would move Work in and out of exhausted without them, leaving the
+# exhausted list's facets wrong.
+RECORD_FORMAT = 11
 SCHEMA_VERSION = 1
 
 

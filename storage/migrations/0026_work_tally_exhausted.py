@@ -3,9 +3,10 @@
 exhausted list's facets are read from the tally, not counted over every exhausted
 Work. Backfilled here by one count of the exhausted Work rows. Data only (the table
 and its key are 0009's), so ``conduit_meta.schema_version`` stays 1. Code from before
-this migration does not keep these rows: a database it writes to after migrating
-needs the rebuild (``storage.orm.tally.rebuild``), as a bulk load in plain SQL does.
-Unapplied, the rows are deleted and the rest of the tally is left as it is."""
+this migration (record format 10) does not keep these rows: it stops writing once
+format-11 code has opened the store (``RecordsNewer``); a database it wrote to after
+migrating needs the rebuild (``storage.orm.tally.rebuild``), as a bulk load in plain
+SQL does. Unapplied, the rows are deleted and the rest of the tally is left as it is."""
 
 from typing import Any
 

@@ -166,6 +166,9 @@ CHANGES: dict[int, tuple[tuple[str, str, str], ...]] = {
     # No record field: the Event key rows (migration 0021) are kept by every Event
     # write, so a format-9 writer must be stopped (RecordsNewer).
     10: (),
+    # No record field: the exhausted Work's own Work tally rows (migration 0026) are
+    # kept by every Work write, so a format-10 writer must be stopped (RecordsNewer).
+    11: (),
 }
 
 PINNED: dict[int, dict[str, Fields]] = {1: _FORMAT_1}
