@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import (
+    commit_floor,
     density,
     history,
     load,
@@ -39,6 +40,7 @@ DJANGO: dict[str, Callable[..., Any]] = {
     "history.rebuild_tally": history.rebuild_tally,
     "throughput.prepare": throughput.prepare,
     "throughput.orm": throughput.orm,
+    "commit_floor.measure": commit_floor.measure,
     "selection.measure": selection.measure,
     "worklist.measure": worklist.measure,
     "readers.reader": readers.reader,

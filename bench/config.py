@@ -23,6 +23,9 @@ class Sizes:
     bulk: int = 1_000  # benchmark 7: exhausted Work one bulk retry run takes (the cap is 10,000)
     routed_workflows: int = 10_000  # benchmark 9: workflows, and Work in its history
     wire_seconds: float = 60.0  # benchmark 10: how long the tabs poll
+    # Benchmark 1's floor (bench/commit_floor.py): interleaved rounds, transactions each.
+    floor_rounds: int = 15
+    floor_per_round: int = 40
 
     @property
     def prepared(self) -> int:
@@ -56,6 +59,8 @@ FULL = Sizes(
     load_seconds=30.0,
     routed_workflows=100_000,
     wire_seconds=120.0,
+    floor_rounds=21,
+    floor_per_round=50,
 )
 # The smoke test: every code path, in seconds.
 TOY = Sizes(
@@ -73,4 +78,6 @@ TOY = Sizes(
     bulk=30,
     routed_workflows=300,
     wire_seconds=2.0,
+    floor_rounds=2,
+    floor_per_round=3,
 )

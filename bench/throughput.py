@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from . import commit_floor
 from .config import Sizes
 from .history import checkpoint
 from .pg import Postgres
@@ -448,6 +449,7 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
         log(f"benchmark 1 on {label}")
         result = _measure(ws, sizes, engine, server)
         _add_engine(section, label, sizes, result)
+        commit_floor.add(section, label, sizes, commit_floor.run_engine(ws, sizes, engine, server))
     return section
 
 
