@@ -388,11 +388,30 @@
       evt.detail.headers["X-Console-Stamp"] = elt.dataset.stamp;
     }
   });
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll")) elt.dataset.inFlight = "1";
+  });
   document.addEventListener("htmx:afterRequest", function (evt) {
     var xhr = evt.detail.xhr, elt = evt.detail.elt;
-    if (!xhr || xhr.status !== 204 || !elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    delete elt.dataset.inFlight;
+    if (elt.dataset.reveal === "asked" && document.body.contains(elt)) {
+      // "Show" was asked while this poll was in flight (htmx drops a request made
+      // meanwhile): ask now, with the stamp of what is on screen, not this answer's;
+      // after this event, as htmx holds the request's lock until it has run.
+      setTimeout(function () { reveal(elt); }, 0);
+      return;
+    }
+    if (!xhr || xhr.status !== 204) return;
     var stamp = xhr.getResponseHeader("X-Console-Stamp");
     if (stamp) elt.dataset.stamp = stamp;
+    if (elt.dataset.reveal) {
+      // The region is as shown after all (the new rows went): nothing to show.
+      delete elt.dataset.reveal;
+      var button = elt.querySelector("[data-calm-reveal]");
+      if (button) button.disabled = false;
+    }
   });
 
   /* Calm live lists. A region marked data-calm (the Work list, the Events list) does
@@ -475,15 +494,26 @@
     }
   });
 
+  /* Ask for the region again with the stamp of what is on screen, so the answer is
+     the list as it is now (200) and swaps in (``data-reveal`` lets it past the
+     calm check above). */
+  function reveal(region) {
+    if (region.dataset.shownStamp !== undefined) region.dataset.stamp = region.dataset.shownStamp;
+    region.dataset.reveal = "sent";
+    window.htmx.trigger(region, "consolewake");
+  }
+
   document.addEventListener("click", function (evt) {
     var button = evt.target.closest && evt.target.closest("[data-calm-reveal]");
     if (!button || !window.htmx) return;
     var region = button.closest("[data-calm]");
     if (!region) return;
-    if (region.dataset.shownStamp !== undefined) region.dataset.stamp = region.dataset.shownStamp;
-    region.dataset.reveal = "1";
     button.disabled = true;
-    window.htmx.trigger(region, "consolewake");
+    if (region.dataset.inFlight) {
+      region.dataset.reveal = "asked";  // sent when the poll in flight ends
+      return;
+    }
+    reveal(region);
   });
   /* ---- end of polling stamps and calm lists ---- */
 })();
