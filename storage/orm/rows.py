@@ -247,12 +247,8 @@ class OrmTx(OrmVersions):
         for chunk in self._chunks(work_ids):
             marks = ", ".join(["%s"] * len(chunk))
             sql = f"SELECT id, data FROM {spec.name} WHERE work_id IN ({marks}){live}"
-            for id, data in self._rows(sql, chunk):
-                row = cache.rows.get(id)
-                if row is None:
-                    row = cache.keep(id, CachedRow(RECENT.decode(cache.cls, data), loaded=data))
-                records.append(cache.read(row))
-            cache.complete.update(chunk)
+            kept = self._keep_listed(table, self._rows(sql, chunk), chunk)
+            records += [cache.read(row) for row in kept]
         return sorted(records, key=lambda r: r.id)
 
     def _works_by_id(self, work_ids: Sequence[str]) -> list[Work]:
@@ -287,11 +283,24 @@ class OrmTx(OrmVersions):
             spec = schema.TABLES[table]
             live = f" AND live = {self.dialect.true}" if spec.tombstones else ""
             sql = f"SELECT id, data FROM {spec.name} WHERE work_id = %s{live}"
-            for id, data in self._fetch(sql, [work_id]):
-                if id not in cache.rows:
-                    cache.keep(id, CachedRow(RECENT.decode(cache.cls, data), loaded=data))
-            cache.complete.add(work_id)
+            self._keep_listed(table, self._fetch(sql, [work_id]), [work_id])
         return cache.of_work(work_id)
+
+    def _keep_listed(
+        self, table: Table, rows: Sequence[Any], work_ids: Sequence[str]
+    ) -> list[CachedRow]:
+        """The (ID, data) rows of ``table`` read for ``work_ids`` (every one of theirs
+        the database holds), as the buffer has them: a row it holds stays as it is,
+        any other is kept as read; those Work are then complete."""
+        cache = self._buffer.tables[table]
+        kept = []
+        for id, data in rows:
+            row = cache.rows.get(id)
+            if row is None:
+                row = cache.keep(id, CachedRow(RECENT.decode(cache.cls, data), loaded=data))
+            kept.append(row)
+        cache.complete.update(work_ids)
+        return kept
 
     def _list_of_work(self, table: Table, work_id: str, live: bool) -> list[Any]:
         cache = self._buffer.tables[table]
