@@ -9,7 +9,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
-CHROMIUM := /usr/bin/chromium
+# Debian's Chromium in its headless shell (tests/support/browser.py says why).
+CHROMIUM := /usr/bin/chromium-headless-shell
 
 .PHONY: help venv test run lint fmt clean chromium screenshot bench
 
@@ -35,18 +36,18 @@ $(RUN_STAMP): pyproject.toml
 	@PYTHON='$(PYTHON)' bash scripts/venv.sh '.'
 	@touch $@
 
-# Browser tests need Debian's Chromium. As root we install it; if it is still missing,
+# Browser tests need Debian's Chromium (its headless shell). As root we install it; if it is still missing,
 # CI fails here (before the long steps) and a local run goes on without the `browser`
 # tests, saying so.
 chromium:
 	@if [[ ! -x $(CHROMIUM) && $$(id -u) -eq 0 ]]; then \
-		echo "Installing Debian's chromium for the browser tests"; \
+		echo "Installing Debian's chromium-headless-shell for the browser tests"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -q && apt-get install -y -q chromium; \
+		apt-get update -q && apt-get install -y -q chromium-headless-shell; \
 	fi
 	@if [[ ! -x $(CHROMIUM) && "$${CI:-}" == "true" ]]; then \
 		echo "error: $(CHROMIUM) is missing and CI=true: browser tests must run in CI." >&2; \
-		echo "Run as root (make test installs it) or: apt-get install -y chromium" >&2; \
+		echo "Run as root (make test installs it) or: apt-get install -y chromium-headless-shell" >&2; \
 		exit 1; \
 	fi
 
@@ -86,18 +87,18 @@ test: venv chromium
 	@browser=""; \
 	if [[ ! -x $(CHROMIUM) ]]; then \
 		echo "WARNING: $(CHROMIUM) is missing: SKIPPING the browser tests (-m 'not browser')."; \
-		echo "WARNING: install it with: sudo apt-get install -y chromium"; \
+		echo "WARNING: install it with: sudo apt-get install -y chromium-headless-shell"; \
 		browser=" and not browser"; \
 	fi; \
 	deploy=""; \
 	if [[ -n "$$browser" ]] || ! { command -v nginx || [[ -x /usr/sbin/nginx ]]; } >/dev/null || \
 		! command -v openssl >/dev/null; then \
 		if [[ "$${CI:-}" == "true" ]]; then \
-			echo "error: the deploy suite needs nginx, openssl and chromium, and CI=true." >&2; \
-			echo "Install them with: apt-get install -y nginx openssl chromium (.ci/run does)" >&2; \
+			echo "error: the deploy suite needs nginx, openssl and chromium-headless-shell, and CI=true." >&2; \
+			echo "Install them with: apt-get install -y nginx openssl chromium-headless-shell (.ci/run does)" >&2; \
 			exit 1; \
 		fi; \
-		echo "WARNING: nginx, openssl or chromium is missing: SKIPPING the deploy suite (-m 'not deploy')."; \
+		echo "WARNING: nginx, openssl or chromium-headless-shell is missing: SKIPPING the deploy suite (-m 'not deploy')."; \
 		deploy=" and not deploy"; \
 	fi; \
 	TEST_WORKERS=$(TEST_WORKERS) bash scripts/test-engines.sh \

@@ -45,7 +45,7 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     if missing:
         pytest.fail(
             f"the deploy suite needs {', '.join(missing)}: apt-get install -y nginx openssl "
-            "postgresql chromium (or deselect it locally with -m 'not deploy')"
+            "postgresql chromium-headless-shell (or deselect it locally with -m 'not deploy')"
         )
     top = Topology(tmp_path_factory.mktemp("deploy"))
     # A run stopped by SIGTERM (a CI timeout) tears the topology down as Ctrl-C does:

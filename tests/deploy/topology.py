@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.browser import CHROMIUM
+
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
@@ -73,7 +75,7 @@ def free_port() -> int:
 
 
 def missing_tools() -> list[str]:
-    tools = {"nginx": NGINX, "openssl": OPENSSL, "chromium": "/usr/bin/chromium"}
+    tools = {"nginx": NGINX, "openssl": OPENSSL, "chromium-headless-shell": CHROMIUM}
     missing = [name for name, path in tools.items() if not Path(path).exists()]
     if subprocess.run([BASH, str(PG_SCRIPT), "bindir"], capture_output=True).returncode:
         missing.append("postgresql")
