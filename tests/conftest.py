@@ -55,6 +55,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+class SlowFirst:
+    """The modules holding a ``slow`` test first, whole and in their order; the rest after
+    them, in theirs. make test's xdist (--dist loadgroup) hands out the browser and
+    deploy groups first and then the other tests in this order, one or two at a time to
+    the worker that is free: a test of minutes taken last would leave the other workers
+    idle until it ends; taken first, it runs beside the short ones. Grouped modules keep
+    their place (their group goes to one worker whole, whatever the order).
+
+    A plugin of its own: it must run after the packages' conftest hooks have put the
+    browser and deploy tests in their groups (trylast), and this conftest's own hook runs
+    first (tryfirst)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        slow = {
+            item.path
+            for item in items
+            if item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group")
+        }
+        items.sort(key=lambda item: item.path not in slow)  # stable: the order within each
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SlowFirst(), "conduit-slow-first")
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings() -> None:
     """No suffix on the test database names. pytest-django would add the xdist worker's

@@ -27,9 +27,14 @@ GROUPS = 2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Whole modules, dealt in turn to the groups by name: a module's journeys share
-    # its fixtures, and the split is the same in every run and on every worker.
-    modules = sorted({item.path for item in items if item.path.is_relative_to(HERE)})
+    # Whole modules, dealt in turn to the groups: a module's journeys share its fixtures,
+    # and the split is the same in every run and on every worker. Those holding a slow
+    # test are dealt first, so each group gets about half of them: dealt by name alone,
+    # one group held 55% of the browser tests' time (1,819 s against 1,495 s, both
+    # engines' logs of one make test), dealt slow first 49% (1,635 s against 1,679 s).
+    ours = [item for item in items if item.path.is_relative_to(HERE)]
+    slow = {item.path for item in ours if item.get_closest_marker("slow")}
+    modules = sorted({item.path for item in ours}, key=lambda path: (path not in slow, path))
     group = {path: f"browser-{n % GROUPS}" for n, path in enumerate(modules)}
     for item in items:
         if item.path in group:

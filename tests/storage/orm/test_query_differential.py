@@ -182,6 +182,7 @@ def _walk(tx: Tx, query: WorkQuery) -> list[str]:
         after = query.key_of(page[-1])
 
 
+@pytest.mark.slow  # 60 examples of up to 25 Work and 8 queries: minutes on a busy CI
 @settings(
     max_examples=60,
     deadline=None,
