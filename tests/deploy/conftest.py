@@ -35,7 +35,7 @@ def browser() -> Iterator[object]:
     """Debian's Chromium for the deploy suite's pages, launched once for the package
     (it sets DJANGO_ALLOW_ASYNC_UNSAFE while it runs: pytest-django's own fixtures
     refuse inside Playwright's event loop without it)."""
-    with chromium() as launched:
+    with chromium(TIMEOUT) as launched:
         yield launched
 
 

@@ -43,20 +43,29 @@ ARGS = [
 
 
 @contextmanager
-def chromium() -> Iterator[object]:
-    """A launched Chromium, with DJANGO_ALLOW_ASYNC_UNSAFE set while it runs."""
+def chromium(timeout: int) -> Iterator[object]:
+    """A launched Chromium, with DJANGO_ALLOW_ASYNC_UNSAFE set while it runs, and
+    Playwright's ``expect()`` waiting up to ``timeout`` ms, as long as the suite's
+    pages wait for an element (``page.set_default_timeout``). Its own 5 s default is
+    shorter than a loaded CI machine can take to answer: with both engines' suites on 2
+    cores, a bulk action's first progress poll came after 5 s and failed a journey
+    whose every page step would have waited 20 s."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: apt-get install -y chromium-headless-shell "
             "(or deselect these tests locally with -m 'not browser')"
         )
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-            try:
-                yield browser
-            finally:
-                browser.close()
+        expect.set_options(timeout=timeout)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+                try:
+                    yield browser
+                finally:
+                    browser.close()
+        finally:
+            expect.set_options(timeout=None)  # Playwright's own default again

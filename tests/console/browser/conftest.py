@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     """Debian's Chromium, launched once for this package's tests."""
-    with chromium() as launched:
+    with chromium(TIMEOUT) as launched:
         yield launched
 
 
