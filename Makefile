@@ -76,7 +76,11 @@ chromium:
 # little (its own test database, template and Chromium); where the CPU waits, as in
 # the measurements before, it fills the waits. The browser tests are 40% of each job's
 # test time: in one group they were one worker's for most of the job. Measure again,
-# in fresh clones, before changing it.
+# in fresh clones, before changing it. With the browser tests in chromium-headless-shell
+# (31% less CPU for them alone) and the slow modules first, a fresh clone's .ci/run took
+# 35 min 44 s (SQLite 32 min 14 s, PostgreSQL 33 min 54 s; 7 December, 18:20), within
+# the spread of the runs before it (SQLite 34 min 2 s, PostgreSQL 33 min 43 s at 15:00):
+# the CPUs stay busy all through, and what the browser saved went to the other tests.
 TEST_WORKERS ?= 3
 test: venv chromium
 	$(VENV)/bin/ruff check .
