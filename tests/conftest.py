@@ -3,6 +3,7 @@ start) are tests/settings.py, which pytest-django loads before any conftest.py.
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck
@@ -22,6 +23,7 @@ hypothesis_settings.load_profile("suite")
 # deselected (reported in the header and the summary), never skipped: the guarantee
 # they prove belongs to that engine alone.
 ENGINE_MARKERS = {"sqlite": "sqlite_only", "postgresql": "postgres_only"}
+TESTS = Path(__file__).resolve().parent
 
 
 def _engine() -> str:
@@ -63,9 +65,15 @@ class SlowFirst:
     idle until it ends; taken first, it runs beside the short ones. Grouped modules keep
     their place (their group goes to one worker whole, whatever the order).
 
+    Of those, ``LONGEST`` first: the longest single test in CI's logs, which the other
+    slow ones, taken before it on the one worker outside the browser groups, pushed to
+    the end of the SQLite job (868 s of its 2,126, 7 December).
+
     A plugin of its own: it must run after the packages' conftest hooks have put the
     browser and deploy tests in their groups (trylast), and this conftest's own hook runs
     first (tryfirst)."""
+
+    LONGEST = ("bench/test_harness.py",)  # relative to tests/, longest first
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -74,7 +82,14 @@ class SlowFirst:
             for item in items
             if item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group")
         }
-        items.sort(key=lambda item: item.path not in slow)  # stable: the order within each
+        longest = {TESTS / name: n for n, name in enumerate(self.LONGEST)}
+
+        def rank(item: pytest.Item) -> tuple[int, int]:
+            if item.path in longest:
+                return (0, longest[item.path])
+            return (1 if item.path in slow else 2, 0)
+
+        items.sort(key=rank)  # stable: the order within each
 
 
 def pytest_configure(config: pytest.Config) -> None:
