@@ -105,19 +105,28 @@ def _reaches(name: str) -> str | None:
     todo = [name]
     while todo:
         module = sys.modules.get(todo.pop())
-        if module is None or module.__name__ in seen or not _ours(module):
+        if module is None or module.__name__ in seen or not _ours(module.__name__):
             continue
         seen.add(module.__name__)
-        code = _code(Path(module.__file__ or ""))
-        for word in REACHES:
-            if word in code and (module.__name__, word) not in HARMLESS:
-                return f"{word!r} in {module.__name__}"
+        if word := _word(module.__name__):
+            return f"{word!r} in {module.__name__}"
         todo += _imports(module)
     return None
 
 
-def _ours(module: ModuleType) -> bool:
-    file = getattr(module, "__file__", None)
+@cache  # each suite module is read once, not once per test module that reaches it
+def _word(name: str) -> str | None:
+    """The first REACHES word in the code of the suite module ``name``, or None."""
+    source = Path(sys.modules[name].__file__ or "").read_text(encoding="utf-8")
+    if not any(word in source for word in REACHES):
+        return None  # not even in a comment: no need to tell code from comments
+    code = _code(source)
+    return next((w for w in REACHES if w in code and (name, w) not in HARMLESS), None)
+
+
+@cache
+def _ours(name: str) -> bool:
+    file = getattr(sys.modules[name], "__file__", None)
     return file is not None and Path(file).resolve().is_relative_to(TESTS)
 
 
@@ -132,9 +141,8 @@ def mark(items: list[pytest.Item]) -> None:
             item.add_marker(MARK)
 
 
-def _code(path: Path) -> str:
-    """The module's source less its comments and docstrings."""
-    source = path.read_text(encoding="utf-8")
+def _code(source: str) -> str:
+    """A module's ``source`` less its comments and docstrings."""
     docstrings = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -151,6 +159,7 @@ def _code(path: Path) -> str:
     return " ".join(kept)
 
 
+@cache
 def _imports(module: ModuleType) -> list[str]:
     """The modules ``module`` imports (a name imported from a package may be a module)."""
     package = module.__name__ if hasattr(module, "__path__") else module.__package__ or ""
