@@ -154,6 +154,9 @@ def require_storable(record: object, what: str) -> None:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+# Values that hold no text: their type alone says so (bool is an int; an IntEnum's
+# members are not these types and take the general path).
+_TEXTLESS = frozenset({int, bool, float, bytes, type(None)})
 
 
 def _field_names(value: DataclassInstance) -> tuple[str, ...]:
@@ -164,23 +167,46 @@ def _field_names(value: DataclassInstance) -> tuple[str, ...]:
     return names
 
 
+def _text_storable(value: str) -> bool:
+    """No NUL and no unpaired surrogate (an ASCII string needs no encoding to know it)."""
+    if "\x00" in value:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _storable(value: object) -> bool:
     """``require_storable``'s rule without the paths: True when every string is
-    storable (an ASCII string without NUL needs no encoding to know it)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            return False
-        if value.isascii():
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
+    storable. A record's fields are mostly plain strings and numbers, checked in the
+    loop without a call each (a Work is a dozen fields: a call per field was most of
+    the cost)."""
+    kind = type(value)
+    if kind is str:
+        return _text_storable(value)  # type: ignore[arg-type]
+    if kind in _TEXTLESS:
         return True
-    if isinstance(value, int | bytes | float | None):
+    names = _FIELD_NAMES.get(kind)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _field_names(value)
+    if names is not None:
+        for name in names:
+            item = getattr(value, name)
+            item_kind = type(item)
+            if item_kind is str:
+                if not _text_storable(item):
+                    return False
+            elif item_kind not in _TEXTLESS and not _storable(item):
+                return False
         return True
-    if is_dataclass(value) and not isinstance(value, type):
-        return all(_storable(getattr(value, name)) for name in _field_names(value))
+    if isinstance(value, str):  # a str subclass: a StrEnum member
+        return _text_storable(value)
+    if isinstance(value, int | bytes | float):
+        return True
     if isinstance(value, Mapping):
         return all(_storable(key) and _storable(item) for key, item in value.items())
     if isinstance(value, tuple | list):
