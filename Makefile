@@ -9,8 +9,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
-# Debian's Chromium in its headless shell (tests/support/browser.py says why).
-CHROMIUM := /usr/bin/chromium-headless-shell
+# Debian's Chromium in its headless shell (tests/support/browser.py says why), or the
+# browser CONDUIT_TEST_CHROMIUM names, which the tests then run in.
+CHROMIUM := $(or $(CONDUIT_TEST_CHROMIUM),/usr/bin/chromium-headless-shell)
 
 .PHONY: help venv test run lint fmt clean chromium screenshot bench
 
