@@ -24,7 +24,7 @@ from typing import Any
 
 from .config import Sizes
 from .pg import Postgres
-from .proc import Workspace, child, log, manage
+from .proc import Workspace, child, log
 from .report import Section, Target, ms, ratio, table
 from .stats import Spread
 
@@ -154,10 +154,8 @@ def _bare_postgres() -> _Bare:
 
 def run_engine(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> dict[str, Any]:
     """The measurement on a fresh database of ``engine`` with its Work prepared."""
-    data = ws.fresh(f"commit-floor-{engine}")
-    if pg is not None:
-        data = data.on_postgres(pg.database("commit_floor"))
-    manage(data, "migrate", "--noinput", "-v", "0")
+    url = pg.database("commit_floor") if pg is not None else ""
+    data = ws.migrated(f"commit-floor-{engine}", url)
     child(data, "throughput.prepare", count=(sizes.floor_rounds + 1) * sizes.floor_per_round + 4)
     log(f"  {engine}: storage transaction vs bare commit, {sizes.floor_rounds} rounds")
     result = child(

@@ -42,7 +42,7 @@ from typing import Any
 
 from . import density as density_
 from . import version_log
-from .proc import DataDir, Workspace, child, log, manage, settle
+from .proc import DataDir, Workspace, checkpoint, child, log, manage, settle
 
 TERMINAL_WORK = ("completed", "failed", "cancelled")
 HOUR_NS = 3_600 * 10**9
@@ -92,8 +92,7 @@ def seed(ws: Workspace, works: int, unrouted: int, progress: bool) -> Seed:
     if again is not None:
         saved = json.loads((again.path / "seed-line.json").read_text())
         return Seed(again, works, saved["seconds"], saved["rate"], saved["line"])
-    data = ws.fresh("seed")
-    manage(data, "migrate", "--noinput", "-v", "0")
+    data = ws.migrated("seed")
     # ~50 batches: history spread over 50 instants, each batch one transaction.
     batch = max(20, works // 50)
     args = ["generate", "--works", str(works), "--seed", "1", "--batch", str(batch), "--realistic"]
@@ -147,15 +146,6 @@ def rebuild_tally() -> int:
             " + (SELECT count(*) FROM conduit_series_tally)"
         )
         return int(cursor.fetchone()[0])
-
-
-def checkpoint(data: DataDir) -> None:
-    """Fold the WAL into the database file, so the folder can be copied as one file."""
-    con = sqlite3.connect(data.db)
-    try:
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    finally:
-        con.close()
 
 
 def amplify(

@@ -20,7 +20,7 @@ from typing import Any
 
 from .config import Sizes
 from .pg import Postgres
-from .proc import Workspace, child, log, manage
+from .proc import Workspace, child, log
 from .report import Section, per_s, ratio, table
 from .stats import Spread
 
@@ -182,10 +182,8 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
         engines.append(("PostgreSQL", pg))
     for label, server in engines:
         log(f"benchmark 6 on {label}")
-        data = ws.fresh(f"routed-{label.lower()}")
-        if server is not None:
-            data = data.on_postgres(server.database("routed_bench"))
-        manage(data, "migrate", "--noinput", "-v", "0")
+        url = server.database("routed_bench") if server is not None else ""
+        data = ws.migrated(f"routed-{label.lower()}", url)
         result = child(data, "routed.measure", txs=txs, reps=reps)
         if server is not None:
             server.drop(data.database_url)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import Sizes
 from .pg import Postgres
-from .proc import Workspace, child, log, manage
+from .proc import Workspace, child, log
 from .report import Section, num, per_s, table
 from .stats import Spread
 
@@ -128,10 +128,8 @@ def run(ws: Workspace, sizes: Sizes, pg: Postgres | None) -> Section:
     rows = []
     for label, server in engines:
         log(f"benchmark 8 on {label}")
-        data = ws.fresh(f"routed-files-{label.lower()}")
-        if server is not None:
-            data = data.on_postgres(server.database("routed_files_bench"))
-        manage(data, "migrate", "--noinput", "-v", "0")
+        url = server.database("routed_files_bench") if server is not None else ""
+        data = ws.migrated(f"routed-files-{label.lower()}", url)
         result = child(data, "routed_files.measure", appends=appends, accepts=accepts, reps=reps)
         if server is not None:
             server.drop(data.database_url)

@@ -13,7 +13,7 @@ from typing import Any
 from .config import Sizes
 from .history import Seed, amplify, census
 from .pg import Postgres, copy_history
-from .proc import DataDir, Workspace, child, log, manage
+from .proc import DataDir, Workspace, child, log
 from .report import Section, Target, ms, num, ratio, table
 from .stats import Spread
 
@@ -110,8 +110,7 @@ def run(
         on_pg = {}
         for key, data in histories.items():
             url = pg.database(f"sel_{key}")
-            target = ws.fresh(f"selection-pg-{key}").on_postgres(url)
-            manage(target, "migrate", "--noinput", "-v", "0")
+            target = ws.migrated(f"selection-pg-{key}", url)
             copy_history(data, url)
             on_pg[key] = target
         engines.append(("PostgreSQL", on_pg))

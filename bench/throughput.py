@@ -27,9 +27,8 @@ from typing import Any
 
 from . import commit_floor
 from .config import Sizes
-from .history import checkpoint
 from .pg import Postgres
-from .proc import Workspace, child, log, manage
+from .proc import Workspace, checkpoint, child, log
 from .report import Section, Target, per_s, ratio, table
 from .stats import Spread
 
@@ -375,10 +374,8 @@ def _measure(ws: Workspace, sizes: Sizes, engine: str, pg: Postgres | None) -> d
     one child per path and repetition, in the order orm, raw, unlogged, orm, ...
     (ABCABC), so a change in the machine's load during the run falls on every path
     alike, and each repetition pairs with the other paths' repetitions next to it."""
-    template = ws.fresh(f"throughput-{engine}")
-    if pg is not None:
-        template = template.on_postgres(pg.database("tp_template"))
-    manage(template, "migrate", "--noinput", "-v", "0")
+    url = pg.database("tp_template") if pg is not None else ""
+    template = ws.migrated(f"throughput-{engine}", url)
     child(template, "throughput.prepare", count=sizes.prepared)
     if pg is None:
         checkpoint(template)
