@@ -331,10 +331,14 @@ def publish(data: bytes, media_type: str = "text/plain") -> ArtifactRef:
 
 def exhausted_many(work_ids: Sequence[str], *, kind: str = KIND, per_tx: int = 500) -> None:
     """Many exhausted Work fast (``per_tx`` per transaction, not one each): each has one
-    failed attempt and nothing scheduled, as ``exhausted`` makes one."""
+    failed attempt and nothing scheduled, as ``exhausted`` makes one. Each batch first
+    reads its Work, their attempts and Timers in one set read each, as a bulk action
+    does (``manual.prefetch``): the store then knows them absent without a point read
+    per Work."""
 
     def batch(ids: Sequence[str]) -> Callable[[Tx], None]:
         def run(tx: Tx) -> None:
+            manual.prefetch(tx, ids, attempts=True)
             for work_id in ids:
                 tx.put_work(Work(id=work_id, kind=kind))
                 x = tx.put_execution(
