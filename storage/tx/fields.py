@@ -185,9 +185,9 @@ def _storable(value: object) -> bool:
     storable. A record's fields are mostly plain strings and numbers, checked in the
     loop without a call each (a Work is a dozen fields: a call per field was most of
     the cost)."""
+    if isinstance(value, str):  # a StrEnum member too
+        return _text_storable(value)
     kind = type(value)
-    if kind is str:
-        return _text_storable(value)  # type: ignore[arg-type]
     if kind in _TEXTLESS:
         return True
     names = _FIELD_NAMES.get(kind)
@@ -203,8 +203,6 @@ def _storable(value: object) -> bool:
             elif item_kind not in _TEXTLESS and not _storable(item):
                 return False
         return True
-    if isinstance(value, str):  # a str subclass: a StrEnum member
-        return _text_storable(value)
     if isinstance(value, int | bytes | float):
         return True
     if isinstance(value, Mapping):
